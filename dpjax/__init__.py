@@ -1,0 +1,35 @@
+"""dpjax: fast differentially private decision-tree models in JAX.
+
+    import dpjax
+    X, y = dpjax.load_dataset("banknote")
+    model = dpjax.fit(X, y, epsilon=1.0, bounds=dpjax.data.public_bounds(X), key=0)
+    model.predict(X); print(model.privacy)
+"""
+
+from dpjax import data, ensembles, losses, mechanisms, trees
+from dpjax.api import Model, Sweep, Timings, as_key, fit, sweep
+from dpjax.data import list_datasets, load_dataset
+from dpjax.learners import LEARNERS
+from dpjax.mechanisms import PrivacyLedger
+from dpjax.trees import DenseTree
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LEARNERS",
+    "DenseTree",
+    "Model",
+    "PrivacyLedger",
+    "Sweep",
+    "Timings",
+    "as_key",
+    "data",
+    "ensembles",
+    "fit",
+    "list_datasets",
+    "load_dataset",
+    "losses",
+    "mechanisms",
+    "sweep",
+    "trees",
+]

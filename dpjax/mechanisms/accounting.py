@@ -1,0 +1,179 @@
+"""Privacy accounting: the ledger every fitted model carries.
+
+Each release computed from the private data is one :class:`LedgerEntry`; totals use basic
+(sequential) composition by default, with the advanced composition theorem (Dwork, Rothblum &
+Vadhan 2010, heterogeneous form) and zero-concentrated DP (Bun & Steinke 2016) available.
+Data-dependent choices that are *not* private (bounds taken from the data, say) are entries
+with ``private=False``: they make the spent epsilon infinite, because no DP guarantee holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+NEIGHBOURING = ("add_remove", "replace_one")
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless ``0 < epsilon < inf``."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number or None, got {epsilon!r}") from None
+    if not (value > 0.0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be > 0 and finite, got {epsilon!r}")
+    return value
+
+
+def check_neighbouring(neighbouring: str) -> str:
+    if neighbouring not in NEIGHBOURING:
+        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
+    return neighbouring
+
+
+def split_budget(epsilon: float, parts: int) -> float:
+    """Per-part share ``eps / parts``, rounded down so that ``share * parts <= eps`` exactly
+    in floating point (the ledger total must never exceed the request)."""
+    share = epsilon / parts
+    while share * parts > epsilon:
+        share = math.nextafter(share, 0.0)
+    return share
+
+
+def advanced_composition(
+    epsilons: list[float], delta_slack: float
+) -> float:
+    """Advanced composition of pure ``eps_i``-DP mechanisms (Dwork, Rothblum & Vadhan 2010;
+    heterogeneous form, Kairouz et al. 2015 eq. 9):
+    ``sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``, valid with extra ``delta'``.
+    """
+    if not 0.0 < delta_slack < 1.0:
+        raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack}")
+    squares = math.fsum(e * e for e in epsilons)
+    drift = math.fsum(e * math.expm1(e) for e in epsilons)
+    return math.sqrt(2.0 * math.log(1.0 / delta_slack) * squares) + drift
+
+
+def zcdp_to_dp(rho: float, delta: float) -> float:
+    """``rho``-zCDP implies ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP (Bun & Steinke 2016,
+    Prop. 1.3)."""
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerEntry:
+    """One kind of release: ``count`` sequential releases, each ``(epsilon, delta)``-DP.
+
+    ``rho`` is the per-release zCDP parameter when known (Gaussian noise); pure ``eps``-DP
+    releases are ``eps**2 / 2``-zCDP. ``private=False`` marks a data-dependent choice made
+    without a mechanism.
+    """
+
+    what: str
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    count: int = 1
+    rho: float | None = None
+    private: bool = True
+
+    @property
+    def total_epsilon(self) -> float:
+        return self.epsilon * self.count if self.private else math.inf
+
+    @property
+    def total_delta(self) -> float:
+        return self.delta * self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyLedger:
+    """Immutable record of every release a fitted model made from its training data.
+
+    ``epsilon`` / ``delta`` are the spent totals under basic composition (``inf`` if any
+    release was not private, or if the model was fitted with ``epsilon=None``).
+    """
+
+    entries: tuple[LedgerEntry, ...] = ()
+    neighbouring: str = "add_remove"
+    requested_epsilon: float | None = None
+    requested_delta: float = 0.0
+
+    def record(self, entry: LedgerEntry) -> PrivacyLedger:
+        """A new ledger with ``entry`` appended."""
+        return dataclasses.replace(self, entries=(*self.entries, entry))
+
+    @property
+    def private(self) -> bool:
+        """True iff the model is differentially private (a finite budget was asked for and
+        every data-dependent release went through a mechanism)."""
+        return self.requested_epsilon is not None and all(e.private for e in self.entries)
+
+    @property
+    def epsilon(self) -> float:
+        if not self.private:
+            return math.inf
+        return math.fsum(e.total_epsilon for e in self.entries)
+
+    @property
+    def delta(self) -> float:
+        return math.fsum(e.total_delta for e in self.entries)
+
+    @property
+    def not_private_reasons(self) -> tuple[str, ...]:
+        reasons = tuple(e.what for e in self.entries if not e.private)
+        if self.requested_epsilon is None:
+            reasons = ("fitted with epsilon=None (non-private)", *reasons)
+        return reasons
+
+    def _private_releases(self) -> list[LedgerEntry]:
+        if not self.private:
+            raise ValueError(
+                "the model is not differentially private: " + "; ".join(self.not_private_reasons)
+            )
+        return list(self.entries)
+
+    def advanced(self, delta_slack: float) -> tuple[float, float]:
+        """``(eps, delta)`` by advanced composition of all releases, with slack ``delta'``.
+
+        Returns the smaller epsilon of basic and advanced composition (both hold)."""
+        entries = self._private_releases()
+        eps = advanced_composition([e.epsilon for e in entries for _ in range(e.count)],
+                                   delta_slack)
+        return min(eps, self.epsilon), self.delta + delta_slack
+
+    def zcdp(self, delta: float) -> tuple[float, float]:
+        """``(eps, delta)`` from composing every release in zCDP and converting back.
+
+        Needs every approximate-DP release (``delta > 0``) to carry its ``rho``."""
+        rho = 0.0
+        for e in self._private_releases():
+            if e.rho is not None:
+                rho += e.rho * e.count
+            elif e.delta == 0.0:
+                rho += 0.5 * e.epsilon**2 * e.count
+            else:
+                raise ValueError(f"release {e.what!r} is (eps, delta)-DP without a zCDP rho")
+        return zcdp_to_dp(rho, delta), delta
+
+    def __str__(self) -> str:
+        relation = {"add_remove": "add/remove-one", "replace_one": "replace-one"}
+        lines = [f"Privacy ledger ({relation[self.neighbouring]} neighbouring datasets)"]
+        header = f"  {'release':<38} {'mechanism':<22} {'eps each':>10} {'x':>5} {'eps total':>10}"
+        lines.append(header)
+        for e in self.entries:
+            each = f"{e.epsilon:.4g}" if e.private else "-"
+            total = f"{e.total_epsilon:.4g}" if e.private else "inf"
+            lines.append(f"  {e.what:<38} {e.mechanism:<22} {each:>10} {e.count:>5} {total:>10}")
+        if self.private:
+            asked = f"{self.requested_epsilon:.4g}"
+            lines.append(
+                f"  spent: epsilon = {self.epsilon:.6g}, delta = {self.delta:.3g} "
+                f"(basic composition; requested epsilon = {asked})"
+            )
+        else:
+            lines.append("  NOT DIFFERENTIALLY PRIVATE: " + "; ".join(self.not_private_reasons))
+        return "\n".join(lines)

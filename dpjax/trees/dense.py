@@ -1,0 +1,51 @@
+"""The dense tree: a complete binary tree of depth ``d`` as three arrays (DESIGN.md).
+
+Internal nodes are in heap order (children of ``i`` are ``2i+1`` and ``2i+2``); an example goes
+right at node ``i`` iff ``code[feature[i]] > threshold[i]``. Leading batch axes (trees, seeds,
+epsilons, ...) are allowed on every field.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+@chex.dataclass(frozen=True)
+class DenseTree:
+    """A complete binary tree (or a batch of them).
+
+    Attributes:
+      feature: int32 ``[..., 2**d - 1]`` split feature of each internal node.
+      threshold: int32 ``[..., 2**d - 1]`` split code: right iff ``code > threshold``.
+      leaf: float32 ``[..., 2**d]`` leaf values or ``[..., 2**d, C]`` class scores.
+    """
+
+    feature: jax.Array
+    threshold: jax.Array
+    leaf: jax.Array
+
+    @property
+    def depth(self) -> int:
+        """Static depth ``d`` read off the shape."""
+        return depth_of(self.feature.shape[-1])
+
+
+def depth_of(n_internal: int) -> int:
+    """Depth ``d`` of a complete tree with ``2**d - 1`` internal nodes."""
+    depth = (n_internal + 1).bit_length() - 1
+    if 2**depth - 1 != n_internal:
+        raise ValueError(f"{n_internal} internal nodes is not 2**d - 1")
+    return depth
+
+
+def level_slice(level: int) -> slice:
+    """Heap positions of the ``2**level`` nodes of a level."""
+    return slice(2**level - 1, 2 ** (level + 1) - 1)
+
+
+def empty_splits(depth: int) -> tuple[jax.Array, jax.Array]:
+    """Zeroed ``(feature, threshold)`` arrays of a depth-``d`` tree."""
+    shape = (2**depth - 1,)
+    return jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.int32)

@@ -1,0 +1,134 @@
+"""Level-wise growth of dense trees: greedy, oblivious and random structures.
+
+* **random** (Bojarski et al., `shared/specs/dp-random-decision-trees.md` §1.2): every node's
+  feature is uniform over the features and its threshold uniform over the feature's codes, from
+  the key alone. No data is read, so the structure costs no privacy.
+* **greedy**: every node of a level picks its own split from the scores of all candidate splits.
+* **oblivious**: one split per level, shared by all its nodes (scores summed over nodes).
+
+Greedy and oblivious growth take a ``split_score`` (candidate statistics -> score, higher is
+better) and a ``select`` rule (key, scores -> index): ``argmax`` without privacy, or the
+exponential mechanism (:func:`dpjax.mechanisms.exponential_mechanism`) with privacy; the caller
+owns the budget and the ledger entry of each selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from dpjax.trees.dense import empty_splits, level_slice
+from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+from dpjax.trees.predict import step
+
+SplitScore = Callable[[jax.Array, jax.Array], jax.Array]
+Select = Callable[[jax.Array, jax.Array], jax.Array]
+THRESHOLD_RANGES = ("global", "cell")
+
+
+def argmax_select(key: jax.Array, scores: jax.Array) -> jax.Array:
+    """Non-private selection: the best candidate along the last axis (``key`` unused)."""
+    del key
+    return jnp.argmax(scores, axis=-1).astype(jnp.int32)
+
+
+def random_splits(
+    key: jax.Array, depth: int, n_codes_per_feature: jax.Array, threshold_range: str = "global"
+) -> tuple[jax.Array, jax.Array]:
+    """Data-independent splits of one tree (spec §1.2, §7, A4).
+
+    ``"global"`` (the paper): feature ~ Uniform{0..n-1} with replacement, threshold ~
+    Uniform{0..n_codes_f - 2}, the coded analogue of a threshold uniform in the public range
+    ``[min, max]``. ``"cell"`` [not in paper, A4]: each node draws its feature among those its
+    cell can still split and its threshold uniformly inside the cell's code range, so no child
+    is empty by construction; still drawn from the key alone.
+    """
+    n_codes_per_feature = jnp.asarray(n_codes_per_feature, jnp.int32)
+    if threshold_range not in THRESHOLD_RANGES:
+        raise ValueError(f"threshold_range must be one of {THRESHOLD_RANGES}, "
+                         f"got {threshold_range!r}")
+    feature, threshold = empty_splits(depth)
+    n = n_codes_per_feature.shape[0]
+    low = jnp.zeros((1, n), jnp.int32)
+    high = jnp.broadcast_to(n_codes_per_feature - 1, (1, n))
+    if threshold_range == "global":
+        high = jnp.maximum(high, 1)
+    for level, level_key in enumerate(jax.random.split(key, depth)):
+        k_feature, k_threshold = jax.random.split(level_key)
+        splittable = high > low
+        logits = jnp.where(splittable.any(-1, keepdims=True) & ~splittable, -jnp.inf, 0.0)
+        level_feature = jax.random.categorical(k_feature, logits)
+        lo = jnp.take_along_axis(low, level_feature[:, None], 1)[:, 0]
+        hi = jnp.take_along_axis(high, level_feature[:, None], 1)[:, 0]
+        n_thresholds = jnp.maximum(hi - lo, 1)
+        uniform = jax.random.uniform(k_threshold, level_feature.shape)
+        level_threshold = lo + jnp.minimum(jnp.floor(uniform * n_thresholds).astype(jnp.int32),
+                                           n_thresholds - 1)
+        feature = feature.at[level_slice(level)].set(level_feature)
+        threshold = threshold.at[level_slice(level)].set(level_threshold)
+        if threshold_range == "cell":
+            chosen = jax.nn.one_hot(level_feature, n, dtype=bool)
+            left_high = jnp.where(chosen, level_threshold[:, None], high)
+            right_low = jnp.where(chosen, level_threshold[:, None] + 1, low)
+            low = jnp.stack([low, right_low], 1).reshape(-1, n)
+            high = jnp.stack([left_high, high], 1).reshape(-1, n)
+        else:
+            low, high = jnp.repeat(low, 2, axis=0), jnp.repeat(high, 2, axis=0)
+    return feature, threshold
+
+
+def grow_levelwise(
+    key: jax.Array,
+    codes: jax.Array,
+    stats: jax.Array,
+    depth: int,
+    n_codes_per_feature: jax.Array,
+    *,
+    split_score: SplitScore,
+    select: Select = argmax_select,
+    oblivious: bool = False,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Grow one tree level by level from the examples' statistics.
+
+    Args:
+      key: PRNG key (one subkey per level is passed to ``select``).
+      codes: uint8 ``[m, n]``.
+      stats: ``[m, S]`` per-example statistics (e.g. weighted class one-hots).
+      depth: static depth ``d``.
+      n_codes_per_feature: concrete int ``[n]`` codes of each feature (static: it sets the
+        histogram width; thresholds past a feature's codes are masked).
+      split_score: ``(left, right) -> scores`` on ``[nodes, n, n_codes, S]`` statistics,
+        returning ``[nodes, n, n_codes]``.
+      select: ``(key, scores[..., n * n_codes]) -> index[...]``.
+      oblivious: one split per level (scores summed over the level's nodes).
+
+    Returns:
+      ``(feature, threshold, leaf)``: int32 split arrays ``[2**d - 1]`` and each example's
+      leaf ``[m]``.
+    """
+    n_codes = _static_max(n_codes_per_feature)
+    feature, threshold = empty_splits(depth)
+    valid = valid_thresholds(n_codes_per_feature, n_codes)
+    node = jnp.zeros(codes.shape[0], jnp.int32)
+    for level, level_key in enumerate(jax.random.split(key, depth)):
+        n_nodes = 2**level
+        left, right = split_stats(node_histogram(codes, node, stats, n_nodes, n_codes))
+        scores = jnp.where(valid, split_score(left, right), -jnp.inf)
+        if oblivious:
+            choice = jnp.broadcast_to(select(level_key, scores.sum(0).reshape(-1)), (n_nodes,))
+        else:
+            choice = select(level_key, scores.reshape(n_nodes, -1))
+        level_feature, level_threshold = choice // n_codes, choice % n_codes
+        feature = feature.at[level_slice(level)].set(level_feature)
+        threshold = threshold.at[level_slice(level)].set(level_threshold)
+        node = 2 * node + step(level_feature, level_threshold, codes, node)
+    return feature, threshold, node
+
+
+def _static_max(n_codes_per_feature: jax.Array) -> int:
+    """Histogram width: must be static, so ``n_codes_per_feature`` must be concrete."""
+    if isinstance(n_codes_per_feature, jax.core.Tracer):
+        raise ValueError("n_codes_per_feature must be concrete (a numpy array), not traced")
+    return int(max(int(c) for c in n_codes_per_feature))
