@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,8 +27,15 @@ from dpjax.mechanisms.accounting import check_neighbouring
 SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}
 
 
-def as_key(key: int | jax.Array) -> jax.Array:
-    """A typed PRNG key from an int seed, a typed key, or a raw ``uint32[2]`` key."""
+def as_key(key: int | jax.Array | None) -> jax.Array:
+    """A typed PRNG key from an int seed, a typed key, or a raw ``uint32[2]`` key.
+
+    ``None`` draws a fresh seed from the operating system's entropy (``secrets``): the right
+    choice for a release, since anyone who knows the key can recompute and subtract the noise.
+    Fixed keys are for reproducible experiments.
+    """
+    if key is None:
+        return jax.random.key(secrets.randbits(63))
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         return jax.random.key(int(key))
     if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
@@ -216,7 +224,7 @@ def fit(
     *,
     method: str = "random_trees",
     epsilon: float | None = 1.0,
-    key: int | jax.Array = 0,
+    key: int | jax.Array | None = None,
     bounds: Any = None,
     classes: Sequence[Any] | None = None,
     n_bins: int = 10,
@@ -233,7 +241,9 @@ def fit(
       method: learner name (``"random_trees"``: Bojarski et al.'s DP random forests).
       epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
         without privacy and must be asked for explicitly.
-      key: int seed or ``jax.random`` key; the same key gives the same model.
+      key: int seed or ``jax.random`` key (the same key gives the same model), or ``None``
+        (default) for fresh OS entropy. A known key makes the noise predictable: use fixed
+        keys for experiments, not for releases.
       bounds: public feature bounds: ``(lower, upper)`` per-feature arrays, or a dict column ->
         ``(lo, hi)`` tuple or category *list*, or ``"data"`` (not private; warns). Required for
         numeric features when ``epsilon`` is set.

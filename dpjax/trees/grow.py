@@ -49,34 +49,41 @@ def random_splits(
     if threshold_range not in THRESHOLD_RANGES:
         raise ValueError(f"threshold_range must be one of {THRESHOLD_RANGES}, "
                          f"got {threshold_range!r}")
-    feature, threshold = empty_splits(depth)
     n = n_codes_per_feature.shape[0]
-    low = jnp.zeros((1, n), jnp.int32)
-    high = jnp.broadcast_to(n_codes_per_feature - 1, (1, n))
+    k_feature, k_threshold = jax.random.split(key)
+    # All randomness in two draws (one PRNG kernel each, whatever the depth): a Gumbel row per
+    # node picks its feature uniformly among the allowed ones, a uniform its threshold.
+    gumbel = jax.random.gumbel(k_feature, (2**depth - 1, n))
+    uniform = jax.random.uniform(k_threshold, (2**depth - 1,))
     if threshold_range == "global":
-        high = jnp.maximum(high, 1)
-    for level, level_key in enumerate(jax.random.split(key, depth)):
-        k_feature, k_threshold = jax.random.split(level_key)
+        feature = gumbel.argmax(-1).astype(jnp.int32)
+        return feature, _uniform_code(uniform, 0, jnp.maximum(n_codes_per_feature[feature], 2) - 1)
+    feature, threshold = empty_splits(depth)
+    low = jnp.zeros((1, n), jnp.int32)
+    high = (n_codes_per_feature - 1)[None, :]
+    for level in range(depth):
+        nodes = level_slice(level)
         splittable = high > low
-        logits = jnp.where(splittable.any(-1, keepdims=True) & ~splittable, -jnp.inf, 0.0)
-        level_feature = jax.random.categorical(k_feature, logits)
+        allowed = splittable | ~splittable.any(-1, keepdims=True)
+        level_feature = jnp.where(allowed, gumbel[nodes], -jnp.inf).argmax(-1).astype(jnp.int32)
         lo = jnp.take_along_axis(low, level_feature[:, None], 1)[:, 0]
         hi = jnp.take_along_axis(high, level_feature[:, None], 1)[:, 0]
-        n_thresholds = jnp.maximum(hi - lo, 1)
-        uniform = jax.random.uniform(k_threshold, level_feature.shape)
-        level_threshold = lo + jnp.minimum(jnp.floor(uniform * n_thresholds).astype(jnp.int32),
-                                           n_thresholds - 1)
-        feature = feature.at[level_slice(level)].set(level_feature)
-        threshold = threshold.at[level_slice(level)].set(level_threshold)
-        if threshold_range == "cell":
-            chosen = jax.nn.one_hot(level_feature, n, dtype=bool)
-            left_high = jnp.where(chosen, level_threshold[:, None], high)
-            right_low = jnp.where(chosen, level_threshold[:, None] + 1, low)
-            low = jnp.stack([low, right_low], 1).reshape(-1, n)
-            high = jnp.stack([left_high, high], 1).reshape(-1, n)
-        else:
-            low, high = jnp.repeat(low, 2, axis=0), jnp.repeat(high, 2, axis=0)
+        level_threshold = _uniform_code(uniform[nodes], lo, jnp.maximum(hi, lo + 1))
+        feature = feature.at[nodes].set(level_feature)
+        threshold = threshold.at[nodes].set(level_threshold)
+        chosen = jax.nn.one_hot(level_feature, n, dtype=bool)
+        left_high = jnp.where(chosen, level_threshold[:, None], high)
+        right_low = jnp.where(chosen, jnp.minimum(level_threshold[:, None] + 1, high), low)
+        low = jnp.stack([low, right_low], 1).reshape(-1, n)
+        high = jnp.stack([left_high, high], 1).reshape(-1, n)
     return feature, threshold
+
+
+def _uniform_code(uniform: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
+    """Threshold uniform on ``{low, ..., high - 1}`` from ``uniform ~ U[0, 1)``."""
+    count = high - low
+    return (low + jnp.minimum(jnp.floor(uniform * count).astype(jnp.int32), count - 1)).astype(
+        jnp.int32)
 
 
 def grow_levelwise(
