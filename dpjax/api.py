@@ -214,6 +214,15 @@ def _jitted_proba(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[
 
 
 @functools.cache
+def _jitted_sweep_proba(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
+    """Scores of a ``[grid, seeds]`` batch of models: ``lax.map`` over grid points (bounded
+    memory), ``vmap`` over seeds."""
+    proba = functools.partial(get_learner(method).proba, **dict(static))
+    per_point = jax.vmap(proba, in_axes=(0, None))
+    return jax.jit(lambda params, codes: jax.lax.map(lambda p: per_point(p, codes), params))
+
+
+@functools.cache
 def _jitted_predict(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
     return jax.jit(functools.partial(get_learner(method).predict, **dict(static)))
 
@@ -300,13 +309,11 @@ class Sweep:
                      self.ledgers[i], self.timings, self.on_out_of_bounds)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class scores ``[len(grid), len(seeds), m, C]`` in one vmapped call."""
+        """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
         learner = get_learner(self.method)
-        static = {n: self.hyperparams[n] for n in learner.predict_static}
-        proba = functools.partial(learner.proba, **static)
+        static = tuple(sorted((n, self.hyperparams[n]) for n in learner.predict_static))
         codes = jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
-        batched = jax.jit(jax.vmap(jax.vmap(proba, in_axes=(0, None)), in_axes=(0, None)))
-        return np.asarray(batched(self.params, codes))
+        return np.asarray(_jitted_sweep_proba(self.method, static)(self.params, codes))
 
     def score(self, X: Any, y: Any) -> np.ndarray:
         """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule."""
@@ -353,7 +360,14 @@ def sweep(
         extra = {n: point[n] for n in traced}
         return fn(key, prepared.codes, prepared.y, point["epsilon"], **extra)
 
-    batched = jax.vmap(jax.vmap(fit_point, in_axes=(0, None)), in_axes=(None, 0))
+    # Seeds by lax.map, grid points by vmap inside: work that does not depend on the traced
+    # settings (structure from the key, routing, counts) is then done once per seed.
+    over_grid = jax.vmap(fit_point, in_axes=(None, 0))
+
+    def batched(keys: jax.Array, points: dict[str, jax.Array]) -> Any:
+        per_seed = jax.lax.map(lambda key: over_grid(key, points), keys)
+        return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
+
     keys = jax.vmap(jax.random.key)(jnp.asarray(seed_list, jnp.uint32))
     points = {n: jnp.asarray([g[n] for g in grid], jnp.float32) for n in names}
     compiled, compile_s = _compile(batched, ("sweep", cache_key, names), keys, points)

@@ -270,6 +270,12 @@ def _categories(
     return cats
 
 
+def category_index(values: Any, categories: Sequence[Any]) -> np.ndarray:
+    """Position of each value in ``categories`` (int64), ``-1`` for missing or unknown ones."""
+    index = pd.Index(list(categories), dtype=object)
+    return index.get_indexer(pd.Index(np.asarray(values, dtype=object))).astype(np.int64)
+
+
 def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "error") -> np.ndarray:
     """Codes ``uint8 [n_samples, n_features]`` of ``X`` under the public ``spec``.
 
@@ -337,11 +343,9 @@ def _encode_numeric(
         if policy == "error":
             raise ValueError(message + "; widen the bounds or pass on_out_of_bounds='clip'")
         warnings.warn(message + "; clipped into the bounds", OutOfBoundsWarning, stacklevel=4)
-    if hi > lo:
-        scaled = np.floor((np.clip(values, lo, hi) - lo) / (hi - lo) * spec.n_bins)
-        codes = np.clip(np.nan_to_num(scaled), 0, spec.n_bins - 1)
-    else:
-        codes = np.zeros_like(values)
+    # Bin c holds edges[c-1] <= x < edges[c] (the last bin also holds hi), exactly as
+    # FeatureSpec.bin_edges declares them.
+    codes = np.searchsorted(spec.bin_edges(j), np.clip(values, lo, hi), side="right")
     if missing_code is not None:
         codes = np.where(nan, missing_code, codes)
     return codes.astype(np.uint8)
@@ -353,7 +357,7 @@ def _encode_categorical(
     name, cats = spec.names[j], spec.categories[j]
     values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
     nan = pd.isna(values).to_numpy()
-    codes = pd.Categorical(values, categories=list(cats)).codes.astype(np.int64)
+    codes = category_index(values, cats)
     unknown = (codes < 0) & ~nan
     if nan.any() and missing_code is None:
         raise _missing_error(name, int(nan.sum()))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpjax.data.binning import DataDependentWarning
+from dpjax.data.binning import DataDependentWarning, category_index
 
 _STANDARD_BINARY = ((0, 1), (-1, 1), (False, True))
 
@@ -70,7 +70,7 @@ def encode_labels(
     classes = tuple(classes)
     if len(classes) < 2 or len(set(classes)) != len(classes):
         raise ValueError(f"classes must hold at least two distinct labels; got {list(classes)}")
-    index = pd.Categorical(values, categories=list(classes)).codes
+    index = category_index(values, classes)
     if (index < 0).any():
         unknown = sorted(set(pd.unique(values[index < 0]).tolist()), key=str)
         raise ValueError(f"y has labels {unknown[:10]} outside the declared classes "

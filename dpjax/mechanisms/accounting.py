@@ -18,6 +18,8 @@ NEIGHBOURING = ("add_remove", "replace_one")
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float, or raise ``ValueError`` unless ``0 < epsilon < inf``."""
     try:
+        if isinstance(epsilon, (str, bytes, bool)):
+            raise TypeError
         value = float(epsilon)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a positive number or None, got {epsilon!r}") from None

@@ -51,13 +51,13 @@ def random_splits(
                          f"got {threshold_range!r}")
     n = n_codes_per_feature.shape[0]
     k_feature, k_threshold = jax.random.split(key)
-    # All randomness in two draws (one PRNG kernel each, whatever the depth): a Gumbel row per
-    # node picks its feature uniformly among the allowed ones, a uniform its threshold.
-    gumbel = jax.random.gumbel(k_feature, (2**depth - 1, n))
+    # All randomness in two draws (one PRNG kernel each, whatever the depth).
     uniform = jax.random.uniform(k_threshold, (2**depth - 1,))
     if threshold_range == "global":
-        feature = gumbel.argmax(-1).astype(jnp.int32)
+        feature = jax.random.randint(k_feature, (2**depth - 1,), 0, n, dtype=jnp.int32)
         return feature, _uniform_code(uniform, 0, jnp.maximum(n_codes_per_feature[feature], 2) - 1)
+    # "cell": a Gumbel row per node picks its feature uniformly among the splittable ones.
+    gumbel = jax.random.gumbel(k_feature, (2**depth - 1, n))
     feature, threshold = empty_splits(depth)
     low = jnp.zeros((1, n), jnp.int32)
     high = (n_codes_per_feature - 1)[None, :]
