@@ -40,9 +40,9 @@ def as_key(key: int | jax.Array | None) -> jax.Array:
         return jax.random.key(int(key))
     if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return key
-    array = jnp.asarray(key)
-    if array.dtype == jnp.uint32 and array.shape == (2,):
-        return jax.random.wrap_key_data(array)
+    array = np.asarray(key)
+    if array.dtype == np.uint32 and array.shape == (2,):
+        return jax.random.wrap_key_data(jnp.asarray(array))
     raise ValueError(f"key must be an int seed or a jax.random key, got {key!r}")
 
 

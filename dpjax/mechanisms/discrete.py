@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from dpjax.mechanisms.rounding import round_down
+
 
 def discrete_laplace_noise(
     key: jax.Array, shape: tuple[int, ...], sensitivity: ArrayLike, epsilon: ArrayLike
@@ -21,7 +23,7 @@ def discrete_laplace_noise(
     ``q = exp(-eps / Delta)``; ``G1 - G2`` is discrete Laplace with parameter ``q``.
     Returned as float32 holding integer values (exact below 2**24).
     """
-    rate = jnp.asarray(epsilon, jnp.float32) / jnp.asarray(sensitivity, jnp.float32)
+    rate = round_down(jnp.asarray(epsilon, jnp.float32) / jnp.asarray(sensitivity, jnp.float32))
     k1, k2 = jax.random.split(key)
     g1 = jnp.floor(jax.random.exponential(k1, shape, dtype=jnp.float32) / rate)
     g2 = jnp.floor(jax.random.exponential(k2, shape, dtype=jnp.float32) / rate)

@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from dpjax.mechanisms.rounding import round_down
+
 
 def exponential_logits(
     utility: ArrayLike, sensitivity: ArrayLike, epsilon: ArrayLike, *, monotonic: bool = False
@@ -21,7 +23,8 @@ def exponential_logits(
     factor 2 is dropped, as McSherry & Talwar allow.
     """
     factor = 1.0 if monotonic else 2.0
-    return jnp.asarray(utility) * (jnp.asarray(epsilon) / (factor * jnp.asarray(sensitivity)))
+    scale = round_down(jnp.asarray(epsilon, jnp.float32) / (factor * jnp.asarray(sensitivity)))
+    return jnp.asarray(utility) * scale
 
 
 def exponential_mechanism(

@@ -11,10 +11,13 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from dpjax.mechanisms.rounding import round_up
+
 
 def laplace_scale(sensitivity: ArrayLike, epsilon: ArrayLike) -> jax.Array:
-    """Scale ``b = Delta / eps`` of Laplace noise for ``eps``-DP (variance ``2 b**2``)."""
-    return jnp.asarray(sensitivity, jnp.float32) / jnp.asarray(epsilon, jnp.float32)
+    """Scale ``b = Delta / eps`` of Laplace noise for ``eps``-DP (variance ``2 b**2``), rounded
+    up a few float32 ulps so rounding never lowers it (:mod:`dpjax.mechanisms.rounding`)."""
+    return round_up(jnp.asarray(sensitivity, jnp.float32) / jnp.asarray(epsilon, jnp.float32))
 
 
 def laplace_mechanism(

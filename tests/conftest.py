@@ -1,0 +1,80 @@
+"""Shared fixtures and helpers for the dpjax test suite.
+
+Every random quantity is drawn from a fixed key or seed, and every statistical tolerance is
+``Z`` standard errors (derived from the variance of the estimator), so the suite is
+deterministic: it either always passes or always fails on a given platform.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpjax.ensembles import fit_random_trees
+
+# Number of standard errors allowed by the statistical checks (two-sided p ~ 6e-7 per check).
+Z = 5.0
+
+# The project's shared datasets live beside the repository (CI checks out ../shared).
+SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def binomial_tolerance(p: np.ndarray | float, n: int, z: float = Z) -> np.ndarray:
+    """``z`` standard errors of a frequency with success probability ``p`` over ``n`` draws."""
+    p = np.asarray(p, float)
+    return z * np.sqrt(p * (1.0 - p) / n)
+
+
+def reference_leaf(feature: np.ndarray, threshold: np.ndarray, row: np.ndarray) -> int:
+    """Pure-Python traversal of one heap-ordered dense tree: right iff code > threshold."""
+    n_internal = len(feature)
+    node = 0
+    while node < n_internal:
+        go_right = int(row[int(feature[node])]) > int(threshold[node])
+        node = 2 * node + 1 + int(go_right)
+    return node - n_internal
+
+
+@pytest.fixture(scope="session")
+def toy_xy() -> tuple[pd.DataFrame, np.ndarray, dict[str, tuple[float, float]]]:
+    """A small learnable binary problem with public bounds: y = 1 iff a + b > 1 (plus 5% label
+    noise), features in [0, 1]."""
+    rng = np.random.default_rng(1234)
+    m = 160
+    a, b = rng.uniform(0, 1, m), rng.uniform(0, 1, m)
+    y = ((a + b) > 1.0).astype(np.int64)
+    flip = rng.uniform(size=m) < 0.05
+    y = np.where(flip, 1 - y, y)
+    X = pd.DataFrame({"a": a, "b": b})
+    return X, y, {"a": (0.0, 1.0), "b": (0.0, 1.0)}
+
+
+# Codes of the synthetic forests: three features with ten codes each.
+FOREST_CODES = np.array([10, 10, 10], np.int32)
+
+
+def make_data(seed: int, m: int, n_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Codes in 0..9 for three features; the class is a function of feature 0 (learnable)."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 10, (m, 3)).astype(np.uint8)
+    y = np.minimum(codes[:, 0].astype(np.int32) * n_classes // 10, n_classes - 1)
+    return codes, y.astype(np.int32)
+
+
+@functools.cache
+def forest_fn(n_trees: int, depth: int, n_classes: int, private: bool, **kwargs):
+    """``fit_random_trees`` jitted for one static configuration over ``FOREST_CODES``.
+
+    Cached, so every test module that uses a configuration shares one compilation (the suite's
+    run time is dominated by XLA compiles). Signature ``(key, codes, y[, epsilon])``.
+    """
+    fit = functools.partial(fit_random_trees, n_trees=n_trees, depth=depth,
+                            n_codes_per_feature=FOREST_CODES, n_classes=n_classes, **kwargs)
+    if private:
+        return jax.jit(fit)
+    return jax.jit(lambda key, codes, y: fit(key, codes, y, None))

@@ -1,0 +1,335 @@
+"""The user-facing API: ``dpjax.fit``, ``dpjax.sweep`` and ``Model``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpjax
+from dpjax.data import DataDependentWarning
+from dpjax.data.splits import stratified_split
+from dpjax.mechanisms import split_budget
+
+SMALL = dict(n_trees=3, depth=3)
+
+
+# --------------------------------------------------------------------------------------------
+# Banknote, the paper's first dataset
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def banknote():
+    X, y = dpjax.load_dataset("banknote")
+    return X, y, dpjax.data.public_bounds(X)
+
+
+@pytest.fixture(scope="module")
+def banknote_models(banknote):
+    """Default hyper-parameters, epsilon = 1, 70/30 stratified splits for seeds 0..4."""
+    X, y, bounds = banknote
+    models, accuracy = [], []
+    for seed in range(5):
+        train, test = stratified_split(y, 0.3, seed)
+        model = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=seed)
+        models.append((model, train, test))
+        accuracy.append(model.score(X.iloc[test], y[test]))
+    return models, np.array(accuracy)
+
+
+def test_banknote_accuracy_at_epsilon_one(banknote_models):
+    models, accuracy = banknote_models
+    assert accuracy.mean() >= 0.92, accuracy
+    for model, _, _ in models:
+        assert model.privacy.private
+        assert model.privacy.epsilon <= 1.0
+        assert model.privacy.requested_epsilon == 1.0
+
+
+def test_same_key_same_params_different_key_different(banknote, banknote_models):
+    X, y, bounds = banknote
+    models, _ = banknote_models
+    model, train, _ = models[0]
+    again = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=0)
+    chex.assert_trees_all_equal(model.params, again.params)
+    other = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=1)
+    assert not np.array_equal(other.params.feature, model.params.feature)
+    assert not np.array_equal(other.params.leaf, model.params.leaf)
+    # the fit was compiled once for these shapes and reused
+    assert again.timings.compile_s == 0.0
+
+
+def test_int_seed_and_typed_key_are_the_same(banknote, banknote_models):
+    X, y, bounds = banknote
+    models, _ = banknote_models
+    model, train, _ = models[2]
+    for key in (jax.random.key(2), np.int64(2), jax.random.PRNGKey(2)):
+        same = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=key)
+        chex.assert_trees_all_equal(model.params, same.params)
+    for bad in (1.5, True, "seed"):
+        with pytest.raises((ValueError, TypeError)):
+            dpjax.as_key(bad)
+
+
+# --------------------------------------------------------------------------------------------
+# The ledger never exceeds the budget
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("noise", ["laplace", "discrete_laplace"])
+@pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("n_trees", [1, 3, 21])
+@pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
+def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring, noise):
+    X, y, bounds = toy_xy
+    model = dpjax.fit(X, y, epsilon=epsilon, bounds=bounds, key=0, n_trees=n_trees, depth=2,
+                      neighbouring=neighbouring, noise=noise)
+    ledger = model.privacy
+    assert ledger.private
+    assert ledger.requested_epsilon == epsilon
+    assert ledger.neighbouring == neighbouring
+    assert ledger.epsilon <= epsilon
+    assert ledger.epsilon == pytest.approx(epsilon, rel=1e-12)
+    assert ledger.delta == 0.0
+    (entry,) = ledger.entries
+    # one equal share per tree, the whole budget split uniformly (spec §3.2)
+    assert entry.count == n_trees
+    assert entry.epsilon == split_budget(epsilon, n_trees)
+    assert entry.epsilon * n_trees <= epsilon
+    sensitivity = {"add_remove": 1, "replace_one": 2}[neighbouring]
+    assert f"L1 sens. {sensitivity}" in entry.mechanism
+    assert ("discrete" in entry.mechanism) == (noise == "discrete_laplace")
+    chex.assert_shape([model.params.feature, model.params.threshold], (n_trees, 3))
+    chex.assert_shape(model.params.leaf, (n_trees, 4, 2))
+
+
+def test_epsilon_none_is_non_private(toy_xy):
+    X, y, bounds = toy_xy
+    model = dpjax.fit(X, y, epsilon=None, bounds=bounds, key=0, **SMALL)
+    assert model.privacy.epsilon == math.inf
+    assert not model.privacy.private
+    assert "NOT DIFFERENTIALLY PRIVATE" in str(model.privacy)
+    assert "non-private" in repr(model)
+    # a non-private fit may take its bounds from the data without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)
+        model = dpjax.fit(X, y, epsilon=None, key=0, **SMALL)
+    assert not model.privacy.private
+
+
+def test_bounds_from_data_is_not_private(toy_xy):
+    X, y, _ = toy_xy
+    with pytest.warns(DataDependentWarning):
+        model = dpjax.fit(X, y, epsilon=1.0, bounds="data", key=0, **SMALL)
+    assert model.privacy.epsilon == math.inf
+    assert not model.privacy.private
+    assert any("from the data" in r for r in model.privacy.not_private_reasons)
+    assert model.spec.from_data == ("a", "b")
+
+
+def test_classes_read_off_labels_are_not_private(toy_xy):
+    X, y, bounds = toy_xy
+    labels = np.where(y == 1, "yes", "no")
+    with pytest.warns(DataDependentWarning, match="classes"):
+        model = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, **SMALL)
+    assert not model.privacy.private
+    assert model.privacy.epsilon == math.inf
+    declared = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, classes=["no", "yes"],
+                         **SMALL)
+    assert declared.privacy.private
+    assert declared.privacy.epsilon <= 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Bad inputs
+# --------------------------------------------------------------------------------------------
+
+
+def _bad_inputs(X, y, bounds):
+    X_nan = X.copy()
+    X_nan.loc[3, "a"] = np.nan
+    X_inf = X.copy()
+    X_inf.loc[3, "b"] = np.inf
+    return [
+        ("nan", dict(X=X_nan), r"'a'.*missing \(NaN\)"),
+        ("inf", dict(X=X_inf), r"'b'.*infinite"),
+        ("1-D X", dict(X=X["a"].to_numpy()), "2-D"),
+        ("lengths", dict(y=y[:-1]), "rows but y has"),
+        ("single class", dict(y=np.ones_like(y)), "single class"),
+        ("epsilon 0", dict(epsilon=0.0), "epsilon"),
+        ("epsilon < 0", dict(epsilon=-1.0), "epsilon"),
+        ("epsilon nan", dict(epsilon=float("nan")), "epsilon"),
+        ("unknown label", dict(y=np.where(y == 1, "b", "c"), classes=["a", "b"]),
+         r"outside the declared classes"),
+        ("method", dict(method="gradient_boosting"), "unknown method"),
+        ("hyper-parameter", dict(n_tree=3), r"no parameter.*n_tree"),
+        ("depth 0", dict(depth=0), "depth"),
+        ("n_trees 0", dict(n_trees=0), "n_trees"),
+        ("voting", dict(voting="plurality"), "voting"),
+        ("noise", dict(noise="gaussian"), "noise"),
+        ("neighbouring", dict(neighbouring="swap"), "neighbouring"),
+        ("no bounds", dict(bounds=None), "no public bounds"),
+        ("out of bounds", dict(bounds={"a": (0.0, 0.5), "b": (0.0, 1.0)}),
+         "outside its declared bounds"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(18))
+def test_bad_inputs_raise_value_error(toy_xy, case):
+    X, y, bounds = toy_xy
+    cases = _bad_inputs(X, y, bounds)
+    assert len(cases) == 18
+    name, change, message = cases[case]
+    kwargs = dict(X=X, y=y, epsilon=1.0, bounds=bounds, key=0, **SMALL) | change
+    with pytest.raises(ValueError, match=message):
+        dpjax.fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Prediction
+# --------------------------------------------------------------------------------------------
+
+
+def test_predict_returns_original_labels(toy_xy):
+    X, y, bounds = toy_xy
+    labels = np.where(y == 1, "b", "a")
+    model = dpjax.fit(X, labels, epsilon=None, bounds=bounds, key=0, classes=["a", "b"],
+                      **SMALL)
+    pred = model.predict(X)
+    assert pred.shape == (len(y),)
+    assert pred.dtype.kind == "U"
+    assert set(np.unique(pred)) <= {"a", "b"}
+    # the labels are not swapped: a non-private forest fits this easy problem well
+    assert np.mean(pred == labels) > 0.8
+    assert model.score(X, labels) == pytest.approx(np.mean(pred == labels))
+    assert model.classes == ("a", "b")
+    # reversing the declared classes reverses the columns of predict_proba, not the labels
+    flipped = dpjax.fit(X, labels, epsilon=None, bounds=bounds, key=0, classes=["b", "a"],
+                        **SMALL)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(flipped.predict_proba(X), proba[:, ::-1], rtol=1e-6)
+    untied = np.abs(proba[:, 0] - 0.5) > 1e-6  # a tie goes to the first declared class
+    assert untied.mean() > 0.5
+    np.testing.assert_array_equal(flipped.predict(X)[untied], pred[untied])
+
+
+def test_predict_proba_rows_sum_to_one(toy_xy):
+    X, y, bounds = toy_xy
+    for voting in ("majority", "threshold", "probabilistic"):
+        model = dpjax.fit(X, y, epsilon=1.0, bounds=bounds, key=0, voting=voting, **SMALL)
+        proba = model.predict_proba(X)
+        assert proba.shape == (len(y), 2)
+        np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+        assert np.all(proba >= 0)
+    with pytest.raises(ValueError, match="key"):
+        model.predict(X)
+    pred = model.predict(X, key=3)
+    np.testing.assert_array_equal(pred, model.predict(X, key=3))
+    assert set(np.unique(pred)) <= {0, 1}
+
+
+def test_proba_function_under_jit_and_vmap(toy_xy):
+    X, y, bounds = toy_xy
+    models = [dpjax.fit(X, y, epsilon=1.0, bounds=bounds, key=k, **SMALL) for k in range(3)]
+    stacked = jax.tree.map(lambda *a: jnp.stack(a), *(m.params for m in models))
+    chex.assert_shape(stacked.leaf, (3, 3, 8, 2))
+    proba = models[0].proba_function()
+    codes = models[0].encode(X)
+    assert codes.dtype == jnp.uint8
+    batched = jax.jit(jax.vmap(proba, in_axes=(0, None)))(stacked, codes)
+    chex.assert_shape(batched, (3, len(y), 2))
+    for i, model in enumerate(models):
+        np.testing.assert_allclose(batched[i], model.predict_proba(X), rtol=1e-6, atol=1e-7)
+    single = jax.jit(proba)(models[1].params, codes)
+    np.testing.assert_allclose(single, models[1].predict_proba(X), rtol=1e-6, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeps
+# --------------------------------------------------------------------------------------------
+
+SWEEP_EPS = (0.5, 2.0)
+
+
+@pytest.fixture(scope="module")
+def toy_sweep(toy_xy):
+    X, y, bounds = toy_xy
+    return dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=3, bounds=bounds, **SMALL)
+
+
+def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
+    X, y, _ = toy_xy
+    sweep = toy_sweep
+    chex.assert_shape([sweep.params.feature, sweep.params.threshold], (2, 3, 3, 7))
+    chex.assert_shape(sweep.params.leaf, (2, 3, 3, 8, 2))
+    assert sweep.seeds == (0, 1, 2)
+    assert [g["epsilon"] for g in sweep.grid] == list(SWEEP_EPS)
+    assert len(sweep.ledgers) == 2
+    for ledger, eps in zip(sweep.ledgers, SWEEP_EPS, strict=True):
+        assert ledger.private
+        assert ledger.requested_epsilon == eps
+        assert ledger.epsilon <= eps
+        assert ledger.entries[-1].epsilon == split_budget(eps, 3)
+    proba = sweep.predict_proba(X)
+    assert proba.shape == (2, 3, len(y), 2)
+    np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-5)
+    assert sweep.score(X, y).shape == (2, 3)
+    assert sweep.model(1, 2).privacy is sweep.ledgers[1]
+
+
+def test_sweep_model_matches_fit_to_float_tolerance(toy_xy, toy_sweep):
+    """sweep.model(i, j) is dpjax.fit(key=seeds[j], epsilon=grid[i]): structures identical,
+    leaf distributions equal to float32 rounding (XLA fuses the epsilon-batched Laplace sampler
+    differently, which moves a few noisy counts by one ulp)."""
+    X, y, bounds = toy_xy
+    for i, eps in enumerate(SWEEP_EPS):
+        for j, seed in enumerate(toy_sweep.seeds):
+            model = dpjax.fit(X, y, epsilon=eps, bounds=bounds, key=seed, **SMALL)
+            swept = toy_sweep.model(i, j).params
+            np.testing.assert_array_equal(swept.feature, model.params.feature)
+            np.testing.assert_array_equal(swept.threshold, model.params.threshold)
+            np.testing.assert_allclose(swept.leaf, model.params.leaf, rtol=1e-5, atol=1e-6)
+
+
+def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
+    X, y, bounds = toy_xy
+    # same grid shape as toy_sweep, so the compiled sweep is reused
+    sweep = dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=[5, 9, 0], bounds=bounds, **SMALL)
+    assert sweep.seeds == (5, 9, 0)
+    assert sweep.timings.compile_s == 0.0
+    chex.assert_shape(sweep.params.feature, (2, 3, 3, 7))
+    model = dpjax.fit(X, y, epsilon=SWEEP_EPS[0], bounds=bounds, key=9, **SMALL)
+    np.testing.assert_array_equal(sweep.model(0, 1).params.feature, model.params.feature)
+    np.testing.assert_array_equal(sweep.model(1, 2).params.threshold,
+                                  toy_sweep.model(1, 0).params.threshold)
+    with pytest.raises(ValueError, match="epsilon"):
+        dpjax.sweep(X, y, epsilon=[1.0, 0.0], seeds=2, bounds=bounds, **SMALL)
+
+
+# --------------------------------------------------------------------------------------------
+# Mixed column types end to end
+# --------------------------------------------------------------------------------------------
+
+
+def test_mixed_columns_with_missing_values():
+    rng = np.random.default_rng(5)
+    m = 160
+    colour = rng.choice(["red", "green", "blue"], m)
+    size = rng.uniform(0, 10, m)
+    size[rng.uniform(size=m) < 0.1] = np.nan
+    X = pd.DataFrame({"colour": pd.Categorical(colour, categories=["red", "green", "blue"]),
+                      "size": size, "flag": rng.uniform(size=m) < 0.5})
+    y = (colour == "red").astype(int)
+    model = dpjax.fit(X, y, epsilon=2.0, bounds={"size": (0, 10)}, missing=["size"], key=1,
+                      **SMALL)
+    assert model.privacy.private
+    np.testing.assert_array_equal(model.spec.n_codes, [3, 11, 2])
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)

@@ -1,0 +1,294 @@
+"""Bojarski et al.'s (DP) completely random decision-tree forests (spec §1-§3, §6, §7)."""
+
+from __future__ import annotations
+
+import math
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
+
+from dpjax.ensembles import forest_predict, forest_proba, leaf_distribution
+from dpjax.ensembles.random_trees import perturb_counts
+from dpjax.trees import DenseTree
+
+
+def exact_counts(forest: DenseTree, codes: np.ndarray, y: np.ndarray, n_classes: int):
+    """Leaf class counts ``[k, 2**h, C]`` by pure-Python traversal of every tree."""
+    feature, threshold = np.asarray(forest.feature), np.asarray(forest.threshold)
+    k, n_internal = feature.shape
+    counts = np.zeros((k, n_internal + 1, n_classes))
+    for t in range(k):
+        for row, label in zip(codes, y, strict=True):
+            counts[t, reference_leaf(feature[t], threshold[t], row), label] += 1
+    return counts
+
+
+# --------------------------------------------------------------------------------------------
+# Leaf distributions
+# --------------------------------------------------------------------------------------------
+
+COUNTS = np.array([
+    [3.0, 1.0],     # ordinary
+    [0.0, 0.0],     # all zero: fallback
+    [-0.5, 2.0],    # a negative count: fallback
+    [0.0, 5.0],     # one zero is fine
+    [2.0, -1e-6],   # barely negative: fallback
+    [1e-3, 0.0],    # tiny positive: fine
+    [7.5, 2.5],
+    [-3.0, -4.0],   # all negative: fallback
+], np.float32)
+FALLBACK = np.array([False, True, True, False, True, False, False, True])
+
+
+def test_paper_leaf_distribution_fallback_exactly_when_negative_or_all_zero():
+    key = jax.random.key(0)
+    theta = np.asarray(leaf_distribution(key, jnp.asarray(COUNTS), "paper"))
+    draw = np.asarray(jax.random.exponential(key, COUNTS.shape))
+    uniform = draw / draw.sum(-1, keepdims=True)
+    expected = np.where(FALLBACK[:, None], uniform,
+                        COUNTS / np.where(FALLBACK, 1, COUNTS.sum(-1))[:, None])
+    np.testing.assert_allclose(theta, expected, rtol=1e-6)
+    np.testing.assert_allclose(theta.sum(-1), 1.0, rtol=1e-6)
+    assert np.all(theta >= 0)
+    # fallback rows really are random draws: another key changes them and only them
+    other = np.asarray(leaf_distribution(jax.random.key(1), jnp.asarray(COUNTS), "paper"))
+    changed = np.any(other != theta, axis=-1)
+    np.testing.assert_array_equal(changed, FALLBACK)
+
+
+def test_smoothed_leaf_distribution_formula():
+    theta = np.asarray(leaf_distribution(jax.random.key(0), jnp.asarray(COUNTS), "smoothed"))
+    clamped = np.maximum(COUNTS, 0) + 1
+    np.testing.assert_allclose(theta, clamped / clamped.sum(-1, keepdims=True), rtol=1e-6)
+    three = jnp.asarray([[0.0, 0.0, 0.0], [4.0, -2.0, 1.0]])
+    np.testing.assert_allclose(leaf_distribution(jax.random.key(0), three, "smoothed"),
+                               [[1 / 3] * 3, [5 / 8, 1 / 8, 2 / 8]], rtol=1e-6)
+
+
+def test_binary_fallback_is_uniform_on_unit_interval():
+    n = 200_000
+    theta = np.asarray(leaf_distribution(jax.random.key(2), jnp.zeros((n, 2)), "paper"),
+                       np.float64)
+    np.testing.assert_allclose(theta.sum(-1), 1.0, rtol=1e-6)
+    u = theta[:, 1]
+    assert np.all((u >= 0) & (u <= 1))
+    # U[0,1]: mean 1/2 (var 1/12), variance 1/12 (var of s^2 ~ (mu4 - sigma^4)/n)
+    assert abs(u.mean() - 0.5) < Z * math.sqrt(1 / 12 / n)
+    assert abs(u.var() - 1 / 12) < Z * math.sqrt((1 / 80 - 1 / 144) / n)
+    # and flat: each tenth of [0, 1] holds a tenth of the draws
+    decile = np.bincount(np.minimum((u * 10).astype(int), 9), minlength=10) / n
+    np.testing.assert_array_less(np.abs(decile - 0.1), binomial_tolerance(0.1, n))
+
+
+def test_multiclass_fallback_is_uniform_on_simplex():
+    n = 100_000
+    theta = np.asarray(leaf_distribution(jax.random.key(3), -jnp.ones((n, 3)), "paper"),
+                       np.float64)
+    # Dirichlet(1, 1, 1): each marginal is Beta(1, 2), mean 1/3, variance 1/18
+    for c in range(3):
+        assert abs(theta[:, c].mean() - 1 / 3) < Z * math.sqrt(1 / 18 / n)
+
+
+# --------------------------------------------------------------------------------------------
+# Counting without noise
+# --------------------------------------------------------------------------------------------
+
+
+def test_non_private_counts_are_exact():
+    codes, y = make_data(0, 150)
+    k, h = 4, 3
+    forest = forest_fn(k, h, 2, False, leaf_estimate="paper")(
+        jax.random.key(4), jnp.asarray(codes), jnp.asarray(y))
+    counts = exact_counts(forest, codes, y, 2)
+    np.testing.assert_array_equal(counts.sum(axis=(1, 2)), [150] * k)
+    theta = np.asarray(forest.leaf)
+    total = counts.sum(-1)
+    nonempty = total > 0
+    assert nonempty.any() and (~nonempty).any()  # the fixed key gives both kinds of leaf
+    np.testing.assert_allclose(theta[nonempty], counts[nonempty] / total[nonempty][:, None],
+                               rtol=1e-6)
+    # empty leaves: theta ~ U[0, 1] (drawn once, a valid distribution)
+    np.testing.assert_allclose(theta[~nonempty].sum(-1), 1.0, rtol=1e-6)
+    # the smoothed estimate of exact counts is the add-one rule
+    smoothed = forest_fn(k, h, 2, False)(jax.random.key(4), jnp.asarray(codes), jnp.asarray(y))
+    chex.assert_trees_all_equal(smoothed.feature, forest.feature)
+    np.testing.assert_allclose(smoothed.leaf, (counts + 1) / (total + 2)[..., None], rtol=1e-6)
+
+
+def test_dp_theta_tends_to_non_dp_theta_as_noise_vanishes():
+    codes, y = make_data(5, 150)
+    key = jax.random.key(5)
+    args = (key, jnp.asarray(codes), jnp.asarray(y))
+    counts = None
+    for estimate in ("paper", "smoothed"):
+        exact = forest_fn(4, 3, 2, False, leaf_estimate=estimate)(*args)
+        noisy = forest_fn(4, 3, 2, True, leaf_estimate=estimate)(*args, 1e7)
+        chex.assert_trees_all_equal((exact.feature, exact.threshold),
+                                    (noisy.feature, noisy.threshold))
+        if counts is None:
+            counts = exact_counts(exact, codes, y, 2)
+        if estimate == "paper":
+            # a zero count can turn negative under any noise (paper fallback): compare the
+            # leaves where every class count is positive
+            mask = (counts > 0).all(-1)
+            assert mask.sum() >= 4
+        else:
+            mask = np.ones(counts.shape[:2], bool)
+        np.testing.assert_allclose(np.asarray(noisy.leaf)[mask], np.asarray(exact.leaf)[mask],
+                                   atol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# Noise
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_trees", "epsilon", "sensitivity"), [
+    (1, 1.0, 1.0), (5, 2.0, 1.0), (11, 0.5, 1.0), (5, 2.0, 2.0)])
+def test_laplace_count_noise_variance(n_trees, epsilon, sensitivity):
+    """Each counter gets Lap(k * Delta / eps): variance 2 (k Delta / eps)^2 (spec A1, A2)."""
+    shape = (n_trees, 2**12, 2)
+    counts = jnp.full(shape, 7.0)
+    noisy = perturb_counts(jax.random.key(6), counts, epsilon / n_trees, sensitivity, "laplace")
+    noise = np.asarray(noisy, np.float64).ravel() - 7.0
+    n = noise.size
+    b = n_trees * sensitivity / epsilon
+    var = 2 * b * b
+    assert abs(noise.mean()) < Z * math.sqrt(var / n)
+    assert abs(noise.var() - var) < Z * math.sqrt(20 * b**4 / n)
+    # independent per counter: the two class counters of a leaf are uncorrelated
+    pairs = noise.reshape(-1, 2)
+    corr = np.corrcoef(pairs[:, 0], pairs[:, 1])[0, 1]
+    assert abs(corr) < Z / math.sqrt(len(pairs))
+
+
+@pytest.mark.parametrize(("n_trees", "epsilon", "sensitivity"), [(3, 1.5, 1.0), (3, 1.5, 2.0)])
+def test_discrete_laplace_count_noise(n_trees, epsilon, sensitivity):
+    shape = (n_trees, 2**13, 2)
+    noisy = perturb_counts(jax.random.key(7), jnp.full(shape, 4.0), epsilon / n_trees,
+                           sensitivity, "discrete_laplace")
+    noise = np.asarray(noisy, np.float64).ravel() - 4.0
+    assert np.all(noise == np.round(noise))
+    q = math.exp(-epsilon / (n_trees * sensitivity))
+    var = 2 * q / (1 - q) ** 2
+    support = np.arange(-5000, 5001)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    fourth = float(np.sum(pmf * support.astype(float) ** 4))
+    assert abs(noise.var() - var) < Z * math.sqrt((fourth - var**2) / noise.size)
+
+
+def test_replace_one_doubles_the_scale():
+    key = jax.random.key(8)
+    counts = jnp.zeros((3, 64, 2))
+    one = perturb_counts(key, counts, 0.5 / 3, 1.0, "laplace")
+    two = perturb_counts(key, counts, 0.5 / 3, 2.0, "laplace")
+    np.testing.assert_allclose(two, 2 * np.asarray(one), rtol=1e-6)
+    # the same holds through the forest fit: same structure, theta from doubled noise
+    codes, y = make_data(9, 150)
+    fit1 = forest_fn(4, 3, 2, True)
+    fit2 = forest_fn(4, 3, 2, True, sensitivity=2.0)
+    half_eps = fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.25)
+    doubled = fit2(key, jnp.asarray(codes), jnp.asarray(y), 0.5)
+    np.testing.assert_allclose(doubled.leaf, half_eps.leaf, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.5).leaf,
+                           doubled.leaf, rtol=1e-4, atol=1e-5)
+
+
+def test_noise_reaches_empty_leaves():
+    codes, y = make_data(10, 150)
+    codes[:, :] = 0  # every example in the same leaf of every tree
+    forest = forest_fn(4, 3, 2, True)(jax.random.key(11), jnp.asarray(codes), jnp.asarray(y),
+                                      5.0)
+    exact = exact_counts(forest, codes, y, 2)
+    empty = exact.sum(-1) == 0
+    assert empty.sum() == 4 * 7
+    # smoothed theta of an un-noised empty leaf would be exactly (1/2, 1/2)
+    theta = np.asarray(forest.leaf)[empty]
+    assert np.mean(theta[:, 0] != 0.5) > 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# Voting
+# --------------------------------------------------------------------------------------------
+
+
+def test_single_tree_majority_equals_threshold():
+    codes, y = make_data(12, 150)
+    for seed, eps in [(0, 1.0), (1, 0.1), (2, 10.0)]:
+        forest = forest_fn(1, 3, 2, True)(
+            jax.random.key(seed), jnp.asarray(codes), jnp.asarray(y), eps)
+        mv = forest_predict(forest, jnp.asarray(codes), "majority")
+        ta = forest_predict(forest, jnp.asarray(codes), "threshold")
+        np.testing.assert_array_equal(mv, ta)
+
+
+def test_voting_rules_on_a_hand_made_forest():
+    # three stumps on feature 0 at threshold 4; leaf theta of class 1
+    theta1 = np.array([[0.2, 0.9], [0.6, 0.45], [0.4, 0.5]], np.float32)
+    forest = DenseTree(feature=jnp.zeros((3, 1), jnp.int32),
+                       threshold=jnp.full((3, 1), 4, jnp.int32),
+                       leaf=jnp.asarray(np.stack([1 - theta1, theta1], -1)))
+    codes = jnp.asarray([[0, 0, 0], [9, 0, 0]], jnp.uint8)
+    # left leaf: votes (0, 1, 0) -> class 0; mean theta1 = 0.4 -> class 0
+    # right leaf: votes (1, 0, 0): theta 0.5 is no vote for class 1 (strict > 1/2, A6)
+    np.testing.assert_allclose(forest_proba(forest, codes, "majority"),
+                               [[2 / 3, 1 / 3], [2 / 3, 1 / 3]], rtol=1e-6)
+    np.testing.assert_allclose(forest_proba(forest, codes, "threshold")[:, 1],
+                               [0.4, 1.85 / 3], rtol=1e-6)
+    np.testing.assert_array_equal(forest_predict(forest, codes, "majority"), [0, 0])
+    np.testing.assert_array_equal(forest_predict(forest, codes, "threshold"), [0, 1])
+
+
+def test_probabilistic_voting_needs_a_key():
+    codes, y = make_data(13, 150)
+    forest = forest_fn(4, 3, 2, True)(jax.random.key(14), jnp.asarray(codes), jnp.asarray(y),
+                                      1.0)
+    with pytest.raises(ValueError, match="key"):
+        forest_predict(forest, jnp.asarray(codes), "probabilistic")
+    a = forest_predict(forest, jnp.asarray(codes), "probabilistic", jax.random.key(0))
+    b = forest_predict(forest, jnp.asarray(codes), "probabilistic", jax.random.key(0))
+    np.testing.assert_array_equal(a, b)
+    assert set(np.unique(np.asarray(a))) <= {0, 1}
+    # P(class 1) = mean theta: check the coin frequencies over many keys for one example
+    n = 20_000
+    coins = jax.jit(jax.vmap(lambda k: forest_predict(forest, jnp.asarray(codes[:1]),
+                                                      "probabilistic", k)))(
+        jax.random.split(jax.random.key(1), n))
+    p = float(forest_proba(forest, jnp.asarray(codes[:1]), "probabilistic")[0, 1])
+    assert abs(float(np.mean(coins)) - p) < binomial_tolerance(p, n) + 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes and multi-class
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_trees", "depth", "n_classes"), [(1, 3, 2), (4, 3, 2), (4, 3, 3)])
+def test_forest_shapes(n_trees, depth, n_classes):
+    codes, y = make_data(15, 150, n_classes)
+    forest = forest_fn(n_trees, depth, n_classes, True)(
+        jax.random.key(16), jnp.asarray(codes), jnp.asarray(y), 1.0)
+    chex.assert_shape([forest.feature, forest.threshold], (n_trees, 2**depth - 1))
+    chex.assert_shape(forest.leaf, (n_trees, 2**depth, n_classes))
+    chex.assert_type([forest.feature, forest.threshold], jnp.int32)
+    np.testing.assert_allclose(np.asarray(forest.leaf).sum(-1), 1.0, rtol=1e-5)
+    for voting in ("majority", "threshold", "probabilistic"):
+        proba = forest_proba(forest, jnp.asarray(codes), voting)
+        chex.assert_shape(proba, (150, n_classes))
+        np.testing.assert_allclose(np.asarray(proba).sum(-1), 1.0, rtol=1e-5)
+
+
+def test_multiclass_forest_learns():
+    codes, y = make_data(17, 150, 3)
+    test_codes, test_y = make_data(18, 300, 3)
+    forest = forest_fn(4, 3, 3, True)(jax.random.key(19), jnp.asarray(codes), jnp.asarray(y),
+                                      5.0)
+    for voting in ("majority", "threshold"):
+        pred = np.asarray(forest_predict(forest, jnp.asarray(test_codes), voting))
+        assert set(np.unique(pred)) <= {0, 1, 2}
+        # y depends on feature 0 only: well above the 1/3 chance level
+        assert np.mean(pred == test_y) > 0.5, voting
