@@ -12,7 +12,7 @@ import pytest
 from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 from dpjax.ensembles import forest_predict, forest_proba, leaf_distribution
-from dpjax.ensembles.random_trees import perturb_counts
+from dpjax.ensembles.random_trees import fit_random_trees, perturb_counts
 from dpjax.trees import DenseTree
 
 
@@ -292,3 +292,15 @@ def test_multiclass_forest_learns():
         assert set(np.unique(pred)) <= {0, 1, 2}
         # y depends on feature 0 only: well above the 1/3 chance level
         assert np.mean(pred == test_y) > 0.5, voting
+
+
+def test_forests_are_nested_by_tree_index():
+    """Tree i's structure depends on (key, i) only: the first k trees of a 21-tree forest are
+    the trees of a k-tree forest fitted with the same key."""
+    codes = jnp.asarray(np.random.default_rng(0).integers(0, 10, (50, 4)), jnp.uint8)
+    y = jnp.asarray(np.arange(50) % 2, jnp.int32)
+    common = dict(depth=4, n_codes_per_feature=np.full(4, 10), n_classes=2)
+    big = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=21, **common)
+    small = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=5, **common)
+    np.testing.assert_array_equal(big.feature[:5], small.feature)
+    np.testing.assert_array_equal(big.threshold[:5], small.threshold)

@@ -8,6 +8,7 @@ from dpjax.ensembles.random_trees import (
     forest_predict,
     forest_proba,
     leaf_distribution,
+    tree_keys,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "forest_predict",
     "forest_proba",
     "leaf_distribution",
+    "tree_keys",
 ]

@@ -26,7 +26,15 @@ NOISE = ("laplace", "discrete_laplace")
 LEAF_ESTIMATES = ("smoothed", "paper")
 
 
-def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str = "paper") -> jax.Array:
+def tree_keys(key: jax.Array, n_trees: int) -> jax.Array:
+    """Structure keys of trees ``0..n_trees-1``: ``fold_in(key, i)``, so the first ``k`` trees
+    of a larger forest are exactly the trees of a ``k``-tree forest (nested forests)."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_trees))
+
+
+def leaf_distribution(
+    key: jax.Array, counts: jax.Array, estimate: str = "smoothed"
+) -> jax.Array:
     """Leaf class distributions ``theta [..., C]`` from (noisy) counts ``[..., C]``.
 
     ``"paper"`` (Algorithm 2 step 3, A8, A9, A11): ``theta = counts / sum(counts)``, except where
@@ -94,7 +102,7 @@ def fit_random_trees(
     """
     k_structure, k_noise, k_fallback = jax.random.split(key, 3)
     feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None, None))(
-        jax.random.split(k_structure, n_trees), depth, n_codes_per_feature, threshold_range)
+        tree_keys(k_structure, n_trees), depth, n_codes_per_feature, threshold_range)
     leaves = jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
     onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.float32)
     counts = jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, 2**depth)
