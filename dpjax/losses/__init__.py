@@ -1,5 +1,33 @@
-"""Split criteria on class statistics (the proper-loss family grows here)."""
+"""Proper losses and split criteria: the Mα family (Bayes risks, links, surrogate, split
+sensitivity; ``shared/specs/boosted-dp-trees-malpha.md`` §1, §2.2) and impurity criteria."""
 
 from dpjax.losses.impurity import gini_impurity, gini_split_score
+from dpjax.losses.proper import (
+    bayes_risk,
+    canonical_link,
+    gini_risk,
+    inverse_link,
+    log_risk,
+    matsushita_risk,
+    node_risk,
+    split_risk,
+    split_sensitivity,
+    surrogate_loss,
+    zero_one_risk,
+)
 
-__all__ = ["gini_impurity", "gini_split_score"]
+__all__ = [
+    "bayes_risk",
+    "canonical_link",
+    "gini_impurity",
+    "gini_risk",
+    "gini_split_score",
+    "inverse_link",
+    "log_risk",
+    "matsushita_risk",
+    "node_risk",
+    "split_risk",
+    "split_sensitivity",
+    "surrogate_loss",
+    "zero_one_risk",
+]
