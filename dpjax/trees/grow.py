@@ -7,14 +7,20 @@
 * **oblivious**: one split per level, shared by all its nodes (scores summed over nodes).
 
 Greedy and oblivious growth take a ``split_score`` (candidate statistics -> score, higher is
-better) and a ``select`` rule (key, scores -> index): ``argmax`` without privacy, or the
-exponential mechanism (:func:`dpjax.mechanisms.exponential_mechanism`) with privacy; the caller
-owns the budget and the ledger entry of each selection.
+better) and a ``select`` rule (key, scores -> index), or one rule per level: ``argmax`` without
+privacy, or the exponential mechanism (:func:`dpjax.mechanisms.exponential_mechanism`) with
+privacy, whose per-node budget may depend on the level (Mα trees, eq. (18)); the caller owns the
+budget and the ledger entry of each selection.
+
+Non-private greedy growth can *freeze* nodes (``stop_pure``, ``shared/specs/
+boosted-dp-trees-malpha.md`` §2.3, §8): a frozen node keeps the complete-array layout with a split
+that sends every example left (threshold = its feature's last code), so its left child carries
+its statistics and predictions are unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -94,8 +100,9 @@ def grow_levelwise(
     n_codes_per_feature: jax.Array,
     *,
     split_score: SplitScore,
-    select: Select = argmax_select,
+    select: Select | Sequence[Select] = argmax_select,
     oblivious: bool = False,
+    stop_pure: bool = False,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Grow one tree level by level from the examples' statistics.
 
@@ -108,30 +115,65 @@ def grow_levelwise(
         histogram width; thresholds past a feature's codes are masked).
       split_score: ``(left, right) -> scores`` on ``[nodes, n, n_codes, S]`` statistics,
         returning ``[nodes, n, n_codes]``.
-      select: ``(key, scores[..., n * n_codes]) -> index[...]``.
+      select: ``(key, scores[..., n * n_codes]) -> index[...]``, or a sequence of ``depth``
+        such rules, ``select[k]`` for level ``k`` (e.g. a per-level privacy budget).
       oblivious: one split per level (scores summed over the level's nodes).
+      stop_pure: non-private greedy stopping (Mα spec §2.3): a node is frozen (see the module
+        docstring) if fewer than two of its statistics are positive (pure or empty, for
+        non-negative class weights) or no candidate leaves both children with positive total
+        statistics; such candidates are never chosen. Not for private growth (the test
+        would spend budget) nor for oblivious growth.
 
     Returns:
       ``(feature, threshold, leaf)``: int32 split arrays ``[2**d - 1]`` and each example's
       leaf ``[m]``.
     """
     n_codes = _static_max(n_codes_per_feature)
+    if stop_pure and oblivious:
+        raise ValueError("stop_pure freezes single nodes: it needs greedy (oblivious=False) growth")
+    selects = _per_level(select, depth)
     feature, threshold = empty_splits(depth)
     valid = valid_thresholds(n_codes_per_feature, n_codes)
     node = jnp.zeros(codes.shape[0], jnp.int32)
     for level, level_key in enumerate(jax.random.split(key, depth)):
         n_nodes = 2**level
         left, right = split_stats(node_histogram(codes, node, stats, n_nodes, n_codes))
-        scores = jnp.where(valid, split_score(left, right), -jnp.inf)
+        candidates = (valid & _both_children_nonempty(left, right)) if stop_pure else valid
+        scores = jnp.where(candidates, split_score(left, right), -jnp.inf)
         if oblivious:
-            choice = jnp.broadcast_to(select(level_key, scores.sum(0).reshape(-1)), (n_nodes,))
+            choice = jnp.broadcast_to(selects[level](level_key, scores.sum(0).reshape(-1)),
+                                      (n_nodes,))
         else:
-            choice = select(level_key, scores.reshape(n_nodes, -1))
+            choice = selects[level](level_key, scores.reshape(n_nodes, -1))
         level_feature, level_threshold = choice // n_codes, choice % n_codes
+        if stop_pure:
+            frozen = _is_pure(left[:, 0, -1, :]) | ~candidates.reshape(n_nodes, -1).any(-1)
+            level_feature = jnp.where(frozen, 0, level_feature)
+            level_threshold = jnp.where(frozen, int(n_codes_per_feature[0]) - 1,
+                                        level_threshold)
         feature = feature.at[level_slice(level)].set(level_feature)
         threshold = threshold.at[level_slice(level)].set(level_threshold)
         node = 2 * node + step(level_feature, level_threshold, codes, node)
     return feature, threshold, node
+
+
+def _per_level(select: Select | Sequence[Select], depth: int) -> Sequence[Select]:
+    """One selection rule per level: ``select`` repeated, or checked to have ``depth`` rules."""
+    if callable(select):
+        return [select] * depth
+    if len(select) != depth:
+        raise ValueError(f"need one select rule per level ({depth}), got {len(select)}")
+    return select
+
+
+def _both_children_nonempty(left: jax.Array, right: jax.Array) -> jax.Array:
+    """bool ``[nodes, n, n_codes]``: the split leaves positive total statistics on both sides."""
+    return (left.sum(-1) > 0) & (right.sum(-1) > 0)
+
+
+def _is_pure(node_stats: jax.Array) -> jax.Array:
+    """bool ``[nodes]``: fewer than two positive statistics (pure or empty node, §2.3)."""
+    return (node_stats > 0).sum(-1) < 2
 
 
 def _static_max(n_codes_per_feature: jax.Array) -> int:

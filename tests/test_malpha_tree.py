@@ -1,0 +1,271 @@
+"""Greedy Mα tree induction (``shared/specs/boosted-dp-trees-malpha.md`` §2.3, §4.2–§4.3)."""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import binomial_tolerance, reference_leaf
+
+from dpjax.losses import gini_split_score, split_risk
+from dpjax.mechanisms import exponential_mechanism
+from dpjax.trees import (
+    GrownTree,
+    class_stats,
+    grow_levelwise,
+    grow_malpha_tree,
+    leaf_index,
+    split_level_epsilons,
+    valid_thresholds,
+)
+
+N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
+N_VALID = int((N_CODES - 1).sum())  # valid (feature, threshold) candidates per node
+M = 300
+
+
+def make_problem(seed: int, m: int = M) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Codes on ``N_CODES``, weights in (0, 1], labels from feature 4 with 20% noise."""
+    rng = np.random.default_rng(seed)
+    codes = np.stack([rng.integers(0, c, m) for c in N_CODES], axis=1).astype(np.uint8)
+    y = ((codes[:, 4] > 5) ^ (rng.uniform(size=m) < 0.2)).astype(np.int32)
+    weights = rng.uniform(0.05, 1.0, m).astype(np.float32)
+    return jnp.asarray(codes), jnp.asarray(weights), jnp.asarray(y)
+
+
+@functools.cache
+def grow_fn(depth: int, private: bool):
+    """Jitted ``grow_malpha_tree`` vmapped over ``(key, alpha[, epsilon])`` (one compile per
+    configuration, shared by the tests)."""
+    if private:
+        def grow(key, codes, weights, y, alpha, eps):
+            return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, eps)
+        return jax.jit(jax.vmap(grow, in_axes=(0, None, None, None, 0, 0)))
+
+    def grow_exact(key, codes, weights, y, alpha):
+        return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, None)
+    return jax.jit(jax.vmap(grow_exact, in_axes=(0, None, None, None, 0)))
+
+
+def one(tree: GrownTree, i: int = 0) -> GrownTree:
+    return jax.tree.map(lambda a: np.asarray(a[i]), tree)
+
+
+def frozen_threshold(feature: np.ndarray) -> np.ndarray:
+    """The "send everything left" threshold of a frozen node: its feature's last code."""
+    return N_CODES[feature] - 1
+
+
+def node_members(tree: GrownTree, codes: np.ndarray, node: int) -> np.ndarray:
+    """bool ``[m]``: the examples that pass through heap node ``node`` (reference traversal)."""
+    depth = int(np.log2(len(tree.feature) + 1))
+    leaves = np.array([reference_leaf(tree.feature, tree.threshold, row) for row in codes])
+    level = int(np.log2(node + 1))
+    return (leaves >> (depth - level)) + 2**level - 1 == node
+
+
+# --------------------------------------------------------------------------------------------
+# Budget split, eq. (18)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [1, 3, 6])
+def test_split_level_epsilons_follow_eq_18_and_sum_to_the_tree_budget(depth):
+    eps = split_level_epsilons(0.7, depth)
+    chex.assert_shape(eps, (depth,))
+    chex.assert_type(eps, jnp.float32)
+    np.testing.assert_allclose(eps, [0.7 / (depth * 2**k) for k in range(depth)], rtol=1e-6)
+    np.testing.assert_allclose((eps * 2.0 ** np.arange(depth)).sum(), 0.7, rtol=1e-6)
+    levels = jax.jit(jax.vmap(lambda e: split_level_epsilons(e, depth)))(jnp.array([1.0, 2.0]))
+    np.testing.assert_allclose(levels[1], 2 * levels[0], rtol=1e-6)
+
+
+def test_private_tree_uses_per_level_budget_and_sensitivity(monkeypatch):
+    """Each level's nodes draw with budget eps/(d*2^k) (eq. (18)) and sensitivity
+    multiplier * Delta^(alpha)(m_public); the draws of the whole tree spend eps."""
+    calls = []
+
+    def recording_mechanism(key, utility, sensitivity, epsilon):
+        calls.append((utility.shape[0], float(sensitivity), float(epsilon)))
+        return exponential_mechanism(key, utility, sensitivity, epsilon)
+
+    monkeypatch.setattr("dpjax.trees.malpha.exponential_mechanism", recording_mechanism)
+    codes, weights, y = make_problem(3)
+    depth, alpha, eps, m_public, multiplier = 3, 0.4, 0.9, 1000, 2.0
+    grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha, eps,
+                     sensitivity_multiplier=multiplier, m_public=m_public)
+    n_nodes, sensitivity, epsilon = map(np.array, zip(*calls, strict=True))
+    np.testing.assert_array_equal(n_nodes, [1, 2, 4])
+    np.testing.assert_allclose(sensitivity, 2 * (3 + 2 * alpha * (np.sqrt(m_public) - 1)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(epsilon, [eps / (depth * 2**k) for k in range(depth)], rtol=1e-6)
+    np.testing.assert_allclose((n_nodes * epsilon).sum(), eps, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# Non-private trees: argmin, purity rule, frozen-node encoding
+# --------------------------------------------------------------------------------------------
+
+
+def test_planted_split_recovered_and_pure_children_frozen():
+    codes, weights, _ = make_problem(0)
+    y = (codes[:, 3] > 1).astype(jnp.int32)  # noiseless: both children of the root are pure
+    tree = one(grow_fn(2, False)(jax.random.split(jax.random.key(0), 1), codes, weights, y,
+                                 jnp.array([0.5])))
+    assert (int(tree.feature[0]), int(tree.threshold[0])) == (3, 1)
+    # level 1 is frozen: everything goes left, so leaves 1 and 3 are empty
+    np.testing.assert_array_equal(tree.threshold[1:], frozen_threshold(tree.feature[1:]))
+    np.testing.assert_array_equal(tree.example_leaf, np.where(np.asarray(y) == 1, 2, 0))
+    np.testing.assert_array_equal(tree.example_leaf, leaf_index(tree.feature, tree.threshold,
+                                                                codes))
+    w = np.asarray(weights)
+    np.testing.assert_allclose(tree.leaf_stats, [[w[np.asarray(y) == 0].sum(), 0], [0, 0],
+                                                 [0, w[np.asarray(y) == 1].sum()], [0, 0]],
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize(("case", "labels"), [("pure", "zeros"), ("unsplittable", "mixed")])
+def test_root_not_split_without_dp(case, labels):
+    codes, weights, _ = make_problem(1, 40)
+    if case == "unsplittable":  # every example has the same codes: no split separates them
+        codes = jnp.broadcast_to(codes[:1], codes.shape)
+    y = jnp.zeros(40, jnp.int32) if labels == "zeros" else jnp.arange(40, dtype=jnp.int32) % 2
+    tree = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, N_CODES, 1.0, None)
+    np.testing.assert_array_equal(tree.threshold, frozen_threshold(np.asarray(tree.feature)))
+    np.testing.assert_array_equal(tree.example_leaf, 0)
+    np.testing.assert_allclose(tree.leaf_stats[0], class_stats(weights, y).sum(0), rtol=1e-6)
+    np.testing.assert_array_equal(tree.leaf_stats[1:], 0)
+
+
+def test_non_private_nodes_split_iff_impure_and_splittable():
+    """Every node of a deeper tree: frozen iff pure/empty/unsplittable, else the argmin of
+    crit over the candidates that leave both children non-empty (ties to the lowest index)."""
+    codes, weights, y = make_problem(2, 120)
+    alpha, depth = 0.3, 4
+    tree = grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha, None)
+    tree = jax.tree.map(np.asarray, tree)
+    stats = np.asarray(class_stats(weights, y), np.float64)
+    codes_np, valid = np.asarray(codes), np.asarray(valid_thresholds(N_CODES, 10))
+    n_frozen = n_split = 0
+    for node in range(2**depth - 1):
+        inside = node_members(tree, codes_np, node)
+        f, t = int(tree.feature[node]), int(tree.threshold[node])
+        crit = np.full(valid.shape, np.inf)
+        for feat, thr in zip(*np.nonzero(valid), strict=True):
+            left = inside & (codes_np[:, feat] <= thr)
+            right = inside & (codes_np[:, feat] > thr)
+            if stats[left].sum() > 0 and stats[right].sum() > 0:
+                crit[feat, thr] = split_risk(stats[left].sum(0), stats[right].sum(0), alpha)
+        pure = (stats[inside].sum(0) > 0).sum() < 2
+        if pure or np.isinf(crit).all():
+            n_frozen += 1
+            assert t == N_CODES[f] - 1
+        else:
+            n_split += 1
+            assert crit[f, t] <= crit.min() * (1 + 1e-5)
+    assert n_frozen > 0 and n_split > 0  # the data exercise both branches
+
+
+# --------------------------------------------------------------------------------------------
+# Private trees: exponential mechanism per node, complete trees
+# --------------------------------------------------------------------------------------------
+
+
+def test_huge_epsilon_matches_non_private_argmin():
+    codes, weights, y = make_problem(4)
+    alphas = jnp.array([0.3, 0.7, 1.0])
+    keys = jax.random.split(jax.random.key(5), 3)
+    exact = grow_fn(2, False)(keys, codes, weights, y, alphas)
+    frozen = exact.threshold == jnp.asarray(N_CODES)[exact.feature] - 1
+    assert not bool(frozen.any())  # no ties to break, no pure node: DP and non-DP agree
+    private = grow_fn(2, True)(keys, codes, weights, y, alphas, jnp.full(3, 1e6))
+    np.testing.assert_array_equal(private.feature, exact.feature)
+    np.testing.assert_array_equal(private.threshold, exact.threshold)
+    np.testing.assert_array_equal(private.example_leaf, exact.example_leaf)
+
+
+def test_tiny_epsilon_is_uniform_over_valid_candidates():
+    codes, weights, y = make_problem(6)
+    n_keys = 3000
+    keys = jax.random.split(jax.random.key(7), n_keys)
+    tree = grow_fn(2, True)(keys, codes, weights, y, jnp.full(n_keys, 0.5),
+                            jnp.full(n_keys, 1e-6))
+    valid = np.asarray(valid_thresholds(N_CODES, 10))
+    for node in range(3):  # the root and both children: each node is an independent draw
+        f, t = np.asarray(tree.feature[:, node]), np.asarray(tree.threshold[:, node])
+        assert valid[f, t].all()
+        freq = np.bincount(f * 10 + t, minlength=valid.size)[valid.reshape(-1)] / n_keys
+        chex.assert_shape(freq, (N_VALID,))
+        p = 1.0 / N_VALID
+        assert np.all(np.abs(freq - p) <= binomial_tolerance(p, n_keys)), (node, freq)
+
+
+def test_private_tree_is_complete_even_on_pure_data():
+    """No purity test under DP (§2.3): every node gets a real split, even pure or empty ones."""
+    codes, weights, _ = make_problem(8, 60)
+    y = jnp.zeros(60, jnp.int32)
+    tree = grow_malpha_tree(jax.random.key(1), codes, weights, y, 3, N_CODES, 1.0, 1.0)
+    valid = np.asarray(valid_thresholds(N_CODES, 10))
+    assert valid[np.asarray(tree.feature), np.asarray(tree.threshold)].all()
+    assert len(np.unique(tree.example_leaf)) > 1
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes, jit, vmap
+# --------------------------------------------------------------------------------------------
+
+
+class MalphaTreeTest(chex.TestCase):
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_shapes_and_dtypes(self):
+        codes, weights, y = make_problem(9, 50)
+        depth = 3
+        for eps in (None, 1.0):
+            grow = self.variant(lambda k, c, w, yy, a, e=eps: grow_malpha_tree(
+                k, c, w, yy, depth, N_CODES, a, e))
+            tree = grow(jax.random.key(0), codes, weights, y, 0.5)
+            assert isinstance(tree, GrownTree)
+            chex.assert_shape([tree.feature, tree.threshold], (2**depth - 1,))
+            chex.assert_shape(tree.example_leaf, (50,))
+            chex.assert_shape(tree.leaf_stats, (2**depth, 2))
+            chex.assert_type([tree.feature, tree.threshold, tree.example_leaf], jnp.int32)
+            chex.assert_type(tree.leaf_stats, jnp.float32)
+            np.testing.assert_allclose(tree.leaf_stats.sum(0), class_stats(weights, y).sum(0),
+                                       rtol=1e-5)
+            np.testing.assert_array_equal(tree.example_leaf,
+                                          leaf_index(tree.feature, tree.threshold, codes))
+
+    def test_vmap_over_keys_alpha_and_epsilon(self):
+        codes, weights, y = make_problem(10, 80)
+        keys = jax.random.split(jax.random.key(3), 4)
+        alphas, epsilons = jnp.array([0.1, 1.0]), jnp.array([0.5, 50.0])
+
+        def grow(key, alpha, eps):
+            return grow_malpha_tree(key, codes, weights, y, 2, N_CODES, alpha, eps)
+
+        over_budgets = jax.vmap(jax.vmap(grow, in_axes=(None, 0, 0)), in_axes=(0, None, None))
+        trees = jax.jit(over_budgets)(keys, alphas, epsilons)
+        chex.assert_shape([trees.feature, trees.threshold], (4, 2, 3))
+        chex.assert_shape(trees.example_leaf, (4, 2, 80))
+        chex.assert_shape(trees.leaf_stats, (4, 2, 4, 2))
+        single = grow(keys[2], alphas[1], epsilons[1])
+        np.testing.assert_array_equal(trees.feature[2, 1], single.feature)
+        np.testing.assert_array_equal(trees.threshold[2, 1], single.threshold)
+        # different keys give different private trees
+        assert len({tuple(np.asarray(f)) for f in trees.feature[:, 0]}) > 1
+
+
+def test_grow_levelwise_rejects_bad_options():
+    codes, weights, y = make_problem(11, 20)
+    stats = class_stats(weights, y)
+    with pytest.raises(ValueError, match="greedy"):
+        grow_levelwise(jax.random.key(0), codes, stats, 2, N_CODES,
+                       split_score=gini_split_score, oblivious=True, stop_pure=True)
+    with pytest.raises(ValueError, match="one select rule per level"):
+        grow_levelwise(jax.random.key(0), codes, stats, 2, N_CODES,
+                       split_score=gini_split_score, select=[lambda k, s: s.argmax(-1)])
