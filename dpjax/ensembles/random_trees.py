@@ -18,7 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpjax.mechanisms import discrete_laplace_noise, laplace_scale
+from dpjax.mechanisms import discrete_laplace_mechanism, laplace_mechanism
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
 
 VOTING = ("majority", "threshold", "probabilistic")
@@ -60,12 +60,10 @@ def perturb_counts(
     key: jax.Array, counts: jax.Array, epsilon_per_tree: jax.Array, sensitivity: float,
     noise: str,
 ) -> jax.Array:
-    """Add Laplace (Algorithm 2) or discrete-Laplace (A25) noise of scale ``Delta / eps_tree`` to
-    every counter."""
-    if noise == "laplace":
-        return counts + jax.random.laplace(key, counts.shape) * laplace_scale(
-            sensitivity, epsilon_per_tree)
-    return counts + discrete_laplace_noise(key, counts.shape, sensitivity, epsilon_per_tree)
+    """Release every counter with the Laplace (Algorithm 2) or discrete-Laplace (A25) mechanism
+    at ``eps_tree``: noise of scale ``Delta / eps_tree``."""
+    mechanism = laplace_mechanism if noise == "laplace" else discrete_laplace_mechanism
+    return mechanism(key, counts, sensitivity, epsilon_per_tree)
 
 
 def fit_random_trees(
