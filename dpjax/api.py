@@ -166,17 +166,16 @@ class Model:
         """uint8 codes ``[m, n]`` of raw ``X`` under the model's public feature spec."""
         return jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
 
-    def _predict_static(self) -> dict[str, Any]:
-        return {name: self.hyperparams[name] for name in self.learner.predict_static}
 
     def proba_function(self) -> Callable[[Any, jax.Array], jax.Array]:
         """Pure ``(params, codes) -> class scores [m, C]`` (jit/vmap/grad-friendly)."""
-        return functools.partial(self.learner.proba, **self._predict_static())
+        return functools.partial(self.learner.proba,
+                                 **dict(_predict_static(self.method, self.hyperparams)))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[m, C]`` (columns in the order of ``classes``)."""
-        return np.asarray(_jitted_proba(self.learner.name, self._predict_static_items())(
-            self.params, self.encode(X)))
+        proba = _jitted_proba(self.method, _predict_static(self.method, self.hyperparams))
+        return np.asarray(proba(self.params, self.encode(X)))
 
     def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
         """Predicted labels (values of ``classes``). Randomised rules need ``key``."""
@@ -184,7 +183,7 @@ class Model:
             raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
                              "pass key=...")
         key = as_key(0 if key is None else key)
-        index = _jitted_predict(self.learner.name, self._predict_static_items())(
+        index = _jitted_predict(self.method, _predict_static(self.method, self.hyperparams))(
             self.params, self.encode(X), key)
         return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
             np.asarray(self.classes).dtype)
@@ -192,9 +191,6 @@ class Model:
     def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
         """Accuracy of :meth:`predict` on ``(X, y)``."""
         return float(np.mean(self.predict(X, key) == np.asarray(y)))
-
-    def _predict_static_items(self) -> tuple[tuple[str, Any], ...]:
-        return tuple(sorted(self._predict_static().items()))
 
     def summary(self) -> str:
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
@@ -206,6 +202,11 @@ class Model:
     def __repr__(self) -> str:
         eps = "non-private" if not self.privacy.private else f"epsilon={self.privacy.epsilon:g}"
         return f"<dpjax.Model {self.method} {eps} classes={list(self.classes)}>"
+
+
+def _predict_static(method: str, hyperparams: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The hyper-parameters the prediction rule reads, as a hashable sorted tuple."""
+    return tuple(sorted((n, hyperparams[n]) for n in get_learner(method).predict_static))
 
 
 @functools.cache
@@ -310,8 +311,7 @@ class Sweep:
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
-        learner = get_learner(self.method)
-        static = tuple(sorted((n, self.hyperparams[n]) for n in learner.predict_static))
+        static = _predict_static(self.method, self.hyperparams)
         codes = jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
         return np.asarray(_jitted_sweep_proba(self.method, static)(self.params, codes))
 
