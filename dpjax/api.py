@@ -89,19 +89,27 @@ class _Prepared:
     on_out_of_bounds: str
 
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
+        """``fn(key, codes, y, epsilon, traced) -> params`` (``epsilon`` ignored when not
+        ``private``; ``traced`` maps the learner's traced hyper-parameters to arrays) and its
+        compile-cache key."""
         static = fit_static_args(self.learner, self.params, self.spec, len(self.classes),
                                  self.sensitivity)
-        fn = functools.partial(self.learner.fit, **static)
-        if not private:
-            fn = functools.partial(_without_epsilon, fn)
+        fit_learner = self.learner.fit
+
+        def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
+               traced: dict[str, jax.Array]) -> Any:
+            return fit_learner(key, codes, y, epsilon if private else None, **traced, **static)
+
         hashable = tuple((k, tuple(np.asarray(v).tolist()) if isinstance(v, np.ndarray) else v)
                          for k, v in sorted(static.items()))
         return fn, (self.learner.name, hashable, private)
 
-
-def _without_epsilon(fn: Callable[..., Any], key: jax.Array, codes: jax.Array,
-                     y: jax.Array) -> Any:
-    return fn(key, codes, y, None)
+    def traced_values(self, values: dict[str, Any] | None = None) -> dict[str, jax.Array]:
+        """The learner's traced hyper-parameters (``values`` overriding the fitted ones) as
+        float32 arrays (``alpha="oc"`` becomes its numeric code)."""
+        values = {**self.params, **(values or {})}
+        return {n: jnp.asarray(self.learner.encode_traced(n, values[n]), jnp.float32)
+                for n in self.learner.traced}
 
 
 def _prepare(
@@ -215,12 +223,23 @@ def _jitted_proba(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[
 
 
 @functools.cache
-def _jitted_sweep_proba(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
-    """Scores of a ``[grid, seeds]`` batch of models: ``lax.map`` over grid points (bounded
-    memory), ``vmap`` over seeds."""
-    proba = functools.partial(get_learner(method).proba, **dict(static))
-    per_point = jax.vmap(proba, in_axes=(0, None))
+def _jitted_sweep(method: str, static: tuple[tuple[str, Any], ...],
+                  rule: str) -> Callable[..., Any]:
+    """Scores (``rule="proba"``) or deterministic predictions (``"predict"``) of a ``[grid,
+    seeds]`` batch of models: ``lax.map`` over grid points (bounded memory), ``vmap`` over
+    seeds."""
+    learner = get_learner(method)
+    if rule == "proba":
+        one = functools.partial(learner.proba, **dict(static))
+    else:
+        one = functools.partial(_predict_unkeyed, learner.predict, dict(static))
+    per_point = jax.vmap(one, in_axes=(0, None))
     return jax.jit(lambda params, codes: jax.lax.map(lambda p: per_point(p, codes), params))
+
+
+def _predict_unkeyed(predict: Callable[..., Any], static: dict[str, Any], params: Any,
+                     codes: jax.Array) -> jax.Array:
+    return predict(params, codes, None, **static)
 
 
 @functools.cache
@@ -274,9 +293,8 @@ def fit(
                         neighbouring=neighbouring, params=params)
     key = as_key(key)
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
-    args = (key, prepared.codes, prepared.y)
-    if epsilon is not None:
-        args = (*args, jnp.float32(epsilon))
+    args = (key, prepared.codes, prepared.y, jnp.float32(epsilon or 1.0),
+            prepared.traced_values())
     compiled, compile_s = _compile(fn, cache_key, *args)
     fitted, run_s = _run(compiled, *args)
     return Model(method, fitted, prepared.params, prepared.spec, prepared.classes,
@@ -313,12 +331,22 @@ class Sweep:
         """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
         static = _predict_static(self.method, self.hyperparams)
         codes = jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
-        return np.asarray(_jitted_sweep_proba(self.method, static)(self.params, codes))
+        return np.asarray(_jitted_sweep(self.method, static, "proba")(self.params, codes))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class indices ``[len(grid), len(seeds), m]`` of the deterministic prediction rule (one
+        compiled call; randomised rules are not supported here)."""
+        if get_learner(self.method).needs_predict_key(self.hyperparams):
+            raise ValueError("Sweep.predict needs a deterministic prediction rule; use "
+                             "sweep.model(i, j).predict(X, key=...)")
+        static = _predict_static(self.method, self.hyperparams)
+        codes = jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
+        return np.asarray(_jitted_sweep(self.method, static, "predict")(self.params, codes))
 
     def score(self, X: Any, y: Any) -> np.ndarray:
         """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule."""
         y_index, _, _ = encode_labels(y, self.classes)
-        return (self.predict_proba(X).argmax(-1) == y_index).mean(-1)
+        return (self.predict(X) == y_index).mean(-1)
 
 
 def sweep(
@@ -326,7 +354,7 @@ def sweep(
     y: Any,
     *,
     method: str = "random_trees",
-    epsilon: Sequence[float],
+    epsilon: float | Sequence[float] | None,
     seeds: int | Sequence[int] = 1,
     bounds: Any = None,
     classes: Sequence[Any] | None = None,
@@ -336,29 +364,36 @@ def sweep(
     neighbouring: str = "add_remove",
     **params: Any,
 ) -> Sweep:
-    """Fit every combination of ``epsilon`` (and of the method's traced hyper-parameters given
-    as sequences) with every seed, as **one** jit-compiled, vmapped call.
+    """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
+    as sequences (boosted: ``alpha``, ``beta_tree``) with every seed, as **one** jit-compiled,
+    vmapped call.
 
-    Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``seeds`` is
-    a count (seeds ``0..seeds-1``) or a sequence of int seeds. Arguments as :func:`fit`.
+    Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
+    is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).
+    ``seeds`` is a count (seeds ``0..seeds-1``) or a sequence of int seeds. Other arguments as
+    :func:`fit`.
     """
     learner = get_learner(method)
-    epsilons = [check_epsilon(e) for e in np.atleast_1d(np.asarray(epsilon, dtype=float))]
-    traced = {n: list(np.atleast_1d(params.pop(n))) for n in learner.traced if
-              n in params and np.ndim(params[n]) > 0}
+    private = epsilon is not None
+    epsilons = ([check_epsilon(e) for e in np.atleast_1d(np.asarray(epsilon, dtype=float))]
+                if private else [None])
+    traced = {n: list(params.pop(n)) for n in learner.traced
+              if isinstance(params.get(n), (list, tuple, np.ndarray))}
     names = ("epsilon", *traced)
     grid = tuple(dict(zip(names, point, strict=True))
                  for point in itertools.product(epsilons, *traced.values()))
+    for point in grid:  # every grid value must be a valid setting on its own
+        learner.resolve({**params, **{n: point[n] for n in traced}})
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
-    prepared = _prepare(X, y, method=method, epsilon=max(epsilons), bounds=bounds,
-                        classes=classes, n_bins=n_bins, missing=missing,
+    prepared = _prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
+                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                         on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                         params=params)
-    fn, cache_key = prepared.fit_fn(private=True)
+    fn, cache_key = prepared.fit_fn(private=private)
 
     def fit_point(key: jax.Array, point: dict[str, jax.Array]) -> Any:
-        extra = {n: point[n] for n in traced}
-        return fn(key, prepared.codes, prepared.y, point["epsilon"], **extra)
+        return fn(key, prepared.codes, prepared.y, point["epsilon"],
+                  {n: point[n] for n in learner.traced})
 
     # Seeds by lax.map, grid points by vmap inside: work that does not depend on the traced
     # settings (structure from the key, routing, counts) is then done once per seed.
@@ -369,7 +404,9 @@ def sweep(
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
     keys = jax.vmap(jax.random.key)(jnp.asarray(seed_list, jnp.uint32))
-    points = {n: jnp.asarray([g[n] for g in grid], jnp.float32) for n in names}
+    encoded = [prepared.traced_values({n: g[n] for n in traced}) for g in grid]
+    points = {n: jnp.stack([e[n] for e in encoded]) for n in learner.traced}
+    points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
     compiled, compile_s = _compile(batched, ("sweep", cache_key, names), keys, points)
     fitted, run_s = _run(compiled, keys, points)
     ledgers = tuple(_with_learner_entries(

@@ -90,7 +90,7 @@ def test_private_tree_uses_per_level_budget_and_sensitivity(monkeypatch):
     calls = []
 
     def recording_mechanism(key, utility, sensitivity, epsilon):
-        calls.append((utility.shape[0], float(sensitivity), float(epsilon)))
+        calls.append((utility.shape[0], float(np.unique(sensitivity).item()), float(epsilon)))
         return exponential_mechanism(key, utility, sensitivity, epsilon)
 
     monkeypatch.setattr("dpjax.trees.malpha.exponential_mechanism", recording_mechanism)

@@ -1,6 +1,18 @@
 """Ensembles of dense trees."""
 
+from dpjax.ensembles.boosted import (
+    BETA_MODES,
+    LEAF_COMPOSITIONS,
+    LEAF_MECHANISMS,
+    VALID_MODES,
+    BoostedTrees,
+    boosted_decision,
+    boosted_predict,
+    boosted_proba,
+    fit_boosted,
+)
 from dpjax.ensembles.random_trees import (
+    FOREST_COMPOSITIONS,
     LEAF_ESTIMATES,
     NOISE,
     VOTING,
@@ -12,6 +24,16 @@ from dpjax.ensembles.random_trees import (
 )
 
 __all__ = [
+    "BETA_MODES",
+    "FOREST_COMPOSITIONS",
+    "LEAF_COMPOSITIONS",
+    "LEAF_MECHANISMS",
+    "VALID_MODES",
+    "BoostedTrees",
+    "boosted_decision",
+    "boosted_predict",
+    "boosted_proba",
+    "fit_boosted",
     "LEAF_ESTIMATES",
     "NOISE",
     "VOTING",

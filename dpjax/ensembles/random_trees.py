@@ -11,6 +11,13 @@ so the forest is ``eps``-DP by sequential composition (§3.2).
 Multi-class is the spec's A11 extension: ``C`` counters per leaf, each noised the same way, the
 leaf distribution ``theta`` their normalisation, a uniform Dirichlet(1) draw as the fallback
 (for ``C = 2`` exactly the binary algorithm's ``theta ~ U[0, 1]``).
+
+The same function fits the RF-L / RF-E baselines of Nock & Henecka (spec
+``shared/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
+(``leaf_composition="leaf"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the
+leaves"), with the Laplace mechanism and the noisy argmax as the leaf label (RF-L,
+``leaf_estimate="label"``) or the exponential mechanism on the counts (RF-E,
+``noise="exponential"``, utility sensitivity 1), and the forest takes the majority vote.
 """
 
 from __future__ import annotations
@@ -18,12 +25,17 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpjax.mechanisms import discrete_laplace_mechanism, laplace_mechanism
+from dpjax.mechanisms import (
+    discrete_laplace_mechanism,
+    exponential_mechanism,
+    laplace_mechanism,
+)
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
 
 VOTING = ("majority", "threshold", "probabilistic")
-NOISE = ("laplace", "discrete_laplace")
-LEAF_ESTIMATES = ("smoothed", "paper")
+NOISE = ("laplace", "discrete_laplace", "exponential")
+LEAF_ESTIMATES = ("smoothed", "paper", "label")
+FOREST_COMPOSITIONS = ("tree", "leaf")
 
 
 def tree_keys(key: jax.Array, n_trees: int) -> jax.Array:
@@ -40,12 +52,17 @@ def leaf_distribution(
     ``"paper"`` (Algorithm 2 step 3, A8, A9, A11): ``theta = counts / sum(counts)``, except where
     a count is negative or all are zero: there ``theta`` is a fresh uniform draw on the simplex.
 
+    ``"label"`` (RF-L, Nock & Henecka §6.5): the one-hot of the (noisy) counts' argmax, ties to
+    the lower class.
+
     ``"smoothed"`` [not in paper; A9's flagged alternative]: ``theta = (max(counts, 0) + 1) /
     sum(max(counts, 0) + 1)``, the add-one (Laplace-rule) estimate of the clamped counts. Both are
     post-processing of the same noisy counts, so the privacy guarantee is identical; smoothing
     stops empty and noise-dominated leaves from voting with a random ``theta``, which lifts
     accuracy a lot at small budgets (banknote, eps = 1: ~0.96 vs ~0.89, see the issue note).
     """
+    if estimate == "label":
+        return jax.nn.one_hot(counts.argmax(-1), counts.shape[-1], dtype=counts.dtype)
     if estimate == "smoothed":
         clamped = jnp.maximum(counts, 0.0) + 1.0
         return clamped / clamped.sum(-1, keepdims=True)
@@ -57,13 +74,20 @@ def leaf_distribution(
 
 
 def perturb_counts(
-    key: jax.Array, counts: jax.Array, epsilon_per_tree: jax.Array, sensitivity: float,
+    key: jax.Array, counts: jax.Array, epsilon_each: jax.Array, sensitivity: float,
     noise: str,
 ) -> jax.Array:
     """Release every counter with the Laplace (Algorithm 2) or discrete-Laplace (A25) mechanism
-    at ``eps_tree``: noise of scale ``Delta / eps_tree``."""
+    at ``epsilon_each``, the budget of one released count vector: noise of scale
+    ``Delta / epsilon_each``."""
     mechanism = laplace_mechanism if noise == "laplace" else discrete_laplace_mechanism
-    return mechanism(key, counts, sensitivity, epsilon_per_tree)
+    return mechanism(key, counts, sensitivity, epsilon_each)
+
+
+def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str) -> jax.Array:
+    """Budget of one released count vector: a whole tree's (``eps / k``, parallel over its
+    disjoint leaves, ``"tree"``) or one leaf's (``eps / (k * 2^d)``, ``"leaf"``)."""
+    return epsilon / (n_trees * (2**depth if composition == "leaf" else 1))
 
 
 def fit_random_trees(
@@ -80,6 +104,7 @@ def fit_random_trees(
     noise: str = "laplace",
     threshold_range: str = "global",
     leaf_estimate: str = "smoothed",
+    leaf_composition: str = "tree",
 ) -> DenseTree:
     """Fit a forest of ``n_trees`` random trees of height ``depth`` (spec Algorithms 1 and 2).
 
@@ -89,10 +114,13 @@ def fit_random_trees(
       epsilon: total budget (the paper's ``eta``), traced; ``None`` fits without noise.
       n_trees, depth, n_classes: static sizes; n_codes_per_feature: int ``[n]``.
       sensitivity: L1 sensitivity of one tree's counts (1 add/remove, 2 replace-one).
-      noise: ``"laplace"`` (paper) or ``"discrete_laplace"``.
+      noise: ``"laplace"`` (paper), ``"discrete_laplace"``, or ``"exponential"`` (RF-E: each
+        leaf's label drawn with probability ``∝ exp(eps_leaf * count / 2)``).
       threshold_range: ``"global"`` (paper) or ``"cell"`` (A4; see
         :func:`dpjax.trees.random_splits`).
-      leaf_estimate: ``"smoothed"`` or ``"paper"`` (see :func:`leaf_distribution`).
+      leaf_estimate: ``"smoothed"``, ``"paper"`` or ``"label"`` (see
+        :func:`leaf_distribution`).
+      leaf_composition: ``"tree"`` or ``"leaf"`` (see :func:`leaf_epsilon`).
 
     Returns:
       A batched :class:`DenseTree` with ``[n_trees]`` leading axis and leaf
@@ -105,7 +133,16 @@ def fit_random_trees(
     onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.float32)
     counts = jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, 2**depth)
     if epsilon is not None:
-        counts = perturb_counts(k_noise, counts, epsilon / n_trees, sensitivity, noise)
+        epsilon_each = leaf_epsilon(epsilon, n_trees, depth, leaf_composition)
+        if noise == "exponential":
+            # Moving one example changes each class's count by at most 1 under either relation;
+            # a replaced example can touch two leaves of a tree, which share its budget then.
+            if leaf_composition == "tree":
+                epsilon_each = epsilon_each / sensitivity
+            label = exponential_mechanism(k_noise, counts, 1.0, epsilon_each)
+            return DenseTree(feature=feature, threshold=threshold,
+                             leaf=jax.nn.one_hot(label, n_classes, dtype=jnp.float32))
+        counts = perturb_counts(k_noise, counts, epsilon_each, sensitivity, noise)
     return DenseTree(feature=feature, threshold=threshold,
                      leaf=leaf_distribution(k_fallback, counts, leaf_estimate))
 

@@ -37,10 +37,20 @@ def check_neighbouring(neighbouring: str) -> str:
 def split_budget(epsilon: float, parts: int) -> float:
     """Per-part share ``eps / parts``, rounded down so that ``share * parts <= eps`` exactly
     in floating point (the ledger total must never exceed the request)."""
-    share = epsilon / parts
-    while share * parts > epsilon:
-        share = math.nextafter(share, 0.0)
-    return share
+    return allocate(epsilon, [(1.0, parts)])[0]
+
+
+def allocate(epsilon: float, parts: list[tuple[float, int]]) -> list[float]:
+    """Per-release budgets of ``parts = [(fraction, count), ...]``: part ``i`` is ``count_i``
+    releases of ``epsilon * fraction_i / count_i`` each. The fractions must sum to at most 1;
+    the budgets are then nudged down (by ulps) until ``fsum(each_i * count_i) <= epsilon``, so
+    the ledger total equals ``epsilon`` up to float rounding and never exceeds it."""
+    if any(f < 0 for f, _ in parts) or math.fsum(f for f, _ in parts) > 1 + 1e-12:
+        raise ValueError(f"budget fractions must be >= 0 and sum to <= 1, got {parts}")
+    each = [epsilon * f / c for f, c in parts]
+    while math.fsum(e * c for e, (_, c) in zip(each, parts, strict=True)) > epsilon:
+        each = [math.nextafter(e, 0.0) for e in each]
+    return each
 
 
 def advanced_composition(

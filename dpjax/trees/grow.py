@@ -31,6 +31,7 @@ from dpjax.trees.predict import step
 
 SplitScore = Callable[[jax.Array, jax.Array], jax.Array]
 Select = Callable[[jax.Array, jax.Array], jax.Array]
+Choose = Callable[[int, jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
 THRESHOLD_RANGES = ("global", "cell")
 
 
@@ -99,8 +100,9 @@ def grow_levelwise(
     depth: int,
     n_codes_per_feature: jax.Array,
     *,
-    split_score: SplitScore,
+    split_score: SplitScore | None = None,
     select: Select | Sequence[Select] = argmax_select,
+    choose: Choose | None = None,
     oblivious: bool = False,
     stop_pure: bool = False,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -117,6 +119,10 @@ def grow_levelwise(
         returning ``[nodes, n, n_codes]``.
       select: ``(key, scores[..., n * n_codes]) -> index[...]``, or a sequence of ``depth``
         such rules, ``select[k]`` for level ``k`` (e.g. a per-level privacy budget).
+      choose: instead of ``split_score`` and ``select``, a rule that sees a whole level at once:
+        ``(level, key, left, right, candidates) -> choice [nodes]`` (flat ``feature * n_codes +
+        threshold`` indices) for rules whose score or selection depends on the level's
+        statistics (e.g. the objective-calibrated α of the Mα trees, §5).
       oblivious: one split per level (scores summed over the level's nodes).
       stop_pure: non-private greedy stopping (Mα spec §2.3): a node is frozen (see the module
         docstring) if fewer than two of its statistics are positive (pure or empty, for
@@ -131,7 +137,12 @@ def grow_levelwise(
     n_codes = _static_max(n_codes_per_feature)
     if stop_pure and oblivious:
         raise ValueError("stop_pure freezes single nodes: it needs greedy (oblivious=False) growth")
-    selects = _per_level(select, depth)
+    if choose is None:
+        if split_score is None:
+            raise ValueError("grow_levelwise needs split_score (with select) or choose")
+        choose = score_then_select(split_score, _per_level(select, depth), oblivious)
+    elif oblivious:
+        raise ValueError("oblivious growth takes split_score and select, not choose")
     feature, threshold = empty_splits(depth)
     valid = valid_thresholds(n_codes_per_feature, n_codes)
     node = jnp.zeros(codes.shape[0], jnp.int32)
@@ -139,12 +150,8 @@ def grow_levelwise(
         n_nodes = 2**level
         left, right = split_stats(node_histogram(codes, node, stats, n_nodes, n_codes))
         candidates = (valid & _both_children_nonempty(left, right)) if stop_pure else valid
-        scores = jnp.where(candidates, split_score(left, right), -jnp.inf)
-        if oblivious:
-            choice = jnp.broadcast_to(selects[level](level_key, scores.sum(0).reshape(-1)),
-                                      (n_nodes,))
-        else:
-            choice = selects[level](level_key, scores.reshape(n_nodes, -1))
+        candidates = jnp.broadcast_to(candidates, left.shape[:-1])
+        choice = choose(level, level_key, left, right, candidates)
         level_feature, level_threshold = choice // n_codes, choice % n_codes
         if stop_pure:
             frozen = _is_pure(left[:, 0, -1, :]) | ~candidates.reshape(n_nodes, -1).any(-1)
@@ -155,6 +162,22 @@ def grow_levelwise(
         threshold = threshold.at[level_slice(level)].set(level_threshold)
         node = 2 * node + step(level_feature, level_threshold, codes, node)
     return feature, threshold, node
+
+
+def score_then_select(
+    split_score: SplitScore, selects: Sequence[Select], oblivious: bool = False
+) -> Choose:
+    """The plain level rule: score every candidate (masked ones ``-inf``), then ``selects[level]``
+    picks per node (greedy) or once for the level from the scores summed over its nodes
+    (oblivious)."""
+    def choose(level: int, key: jax.Array, left: jax.Array, right: jax.Array,
+               candidates: jax.Array) -> jax.Array:
+        scores = jnp.where(candidates, split_score(left, right), -jnp.inf)
+        n_nodes = scores.shape[0]
+        if oblivious:
+            return jnp.broadcast_to(selects[level](key, scores.sum(0).reshape(-1)), (n_nodes,))
+        return selects[level](key, scores.reshape(n_nodes, -1))
+    return choose
 
 
 def _per_level(select: Select | Sequence[Select], depth: int) -> Sequence[Select]:
