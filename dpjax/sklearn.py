@@ -1,8 +1,12 @@
 """scikit-learn estimators over :func:`dpjax.fit` (needs the ``sklearn`` extra).
 
-    from dpjax.sklearn import DPRandomTreesClassifier
-    clf = DPRandomTreesClassifier(epsilon=1.0, bounds=(lower, upper)).fit(X, y)
+    from dpjax.sklearn import DPBoostedTreesClassifier
+    clf = DPBoostedTreesClassifier(epsilon=1.0, bounds=(lower, upper)).fit(X, y)
     clf.predict(X); clf.privacy_.epsilon
+
+Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBoostedTreesClassifier`
+(Mα-boost, Nock & Henecka), :class:`DPRandomForestLaplaceClassifier` (RF-L) and
+:class:`DPRandomForestExponentialClassifier` (RF-E).
 
 ``get_params`` / ``set_params`` / ``clone`` work, so the estimators drop into pipelines and
 grid searches. Note that tuning hyper-parameters on private data spends privacy that no ledger
@@ -22,9 +26,37 @@ except ImportError as error:  # pragma: no cover - exercised only without scikit
     raise ImportError("dpjax.sklearn needs scikit-learn: pip install 'dpjax[sklearn]'") from error
 
 from dpjax.api import Model, fit
+from dpjax.ensembles import boosted_decision
 
 
-class DPRandomTreesClassifier(ClassifierMixin, BaseEstimator):
+class _DPClassifier(ClassifierMixin, BaseEstimator):
+    """Shared ``fit`` / ``predict`` of the estimators: each subclass names its ``method`` and
+    the hyper-parameters it passes on; the data arguments are common."""
+
+    _METHOD: str
+    _HYPER: tuple[str, ...]
+
+    def fit(self, X: Any, y: Any) -> _DPClassifier:
+        model: Model = fit(
+            X, y, method=self._METHOD, epsilon=self.epsilon, key=self.random_state,
+            bounds=self.bounds, classes=self.classes, n_bins=self.n_bins, missing=self.missing,
+            on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
+            **{name: getattr(self, name) for name in self._HYPER},
+        )
+        self.model_ = model
+        self.classes_ = np.asarray(model.classes)
+        self.n_features_in_ = model.spec.n_features
+        self.privacy_ = model.privacy
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.model_.predict(X, key=self.random_state)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return self.model_.predict_proba(X)
+
+
+class DPRandomTreesClassifier(_DPClassifier):
     """Differentially private random decision-tree forest (Bojarski et al. 2014).
 
     Parameters are those of :func:`dpjax.fit` with ``method="random_trees"``;
@@ -70,21 +102,116 @@ class DPRandomTreesClassifier(ClassifierMixin, BaseEstimator):
     _METHOD = "random_trees"
     _HYPER = ("n_trees", "depth", "voting", "leaf_estimate", "noise", "threshold_range")
 
-    def fit(self, X: Any, y: Any) -> DPRandomTreesClassifier:
-        model: Model = fit(
-            X, y, method=self._METHOD, epsilon=self.epsilon, key=self.random_state,
-            bounds=self.bounds, classes=self.classes, n_bins=self.n_bins, missing=self.missing,
-            on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
-            **{name: getattr(self, name) for name in self._HYPER},
-        )
-        self.model_ = model
-        self.classes_ = np.asarray(model.classes)
-        self.n_features_in_ = model.spec.n_features
-        self.privacy_ = model.privacy
-        return self
 
-    def predict(self, X: Any) -> np.ndarray:
-        return self.model_.predict(X, key=self.random_state)
+class _RandomForestBaseline(_DPClassifier):
+    """RF-L / RF-E of Nock & Henecka (spec §6.5): random trees whose leaf labels are released
+    per leaf (budget ``epsilon / (n_trees * 2**depth)``, or per tree with
+    ``leaf_composition="tree"``), majority vote."""
 
-    def predict_proba(self, X: Any) -> np.ndarray:
-        return self.model_.predict_proba(X)
+    _HYPER = ("n_trees", "depth", "leaf_composition", "threshold_range")
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        *,
+        n_trees: int = 21,
+        depth: int = 4,
+        leaf_composition: str = "leaf",
+        threshold_range: str = "global",
+        bounds: Any = None,
+        classes: Sequence[Any] | None = None,
+        n_bins: int = 10,
+        missing: str | Sequence[str] = "error",
+        on_out_of_bounds: str = "error",
+        neighbouring: str = "add_remove",
+        random_state: int | None = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.n_trees = n_trees
+        self.depth = depth
+        self.leaf_composition = leaf_composition
+        self.threshold_range = threshold_range
+        self.bounds = bounds
+        self.classes = classes
+        self.n_bins = n_bins
+        self.missing = missing
+        self.on_out_of_bounds = on_out_of_bounds
+        self.neighbouring = neighbouring
+        self.random_state = random_state
+
+
+class DPRandomForestLaplaceClassifier(_RandomForestBaseline):
+    """RF-L: Laplace noise on each leaf's class counts, leaf label = noisy argmax."""
+
+    _METHOD = "rf_laplace"
+
+
+class DPRandomForestExponentialClassifier(_RandomForestBaseline):
+    """RF-E: each leaf's label drawn by the exponential mechanism on its class counts."""
+
+    _METHOD = "rf_exponential"
+
+
+class DPBoostedTreesClassifier(_DPClassifier):
+    """Mα-boost (Nock & Henecka): boosted DP decision trees with the Mα loss.
+
+    Parameters are those of :func:`dpjax.fit` with ``method="boosted"`` (see
+    :func:`dpjax.ensembles.fit_boosted`); ``alpha`` is a number in ``(0, 1]`` or ``"oc"``
+    (objective calibration). ``decision_function`` gives the ensemble score ``H(x)``.
+    """
+
+    _METHOD = "boosted"
+    _HYPER = ("n_trees", "depth", "alpha", "beta_tree", "clamp", "zeta", "oc_link_alpha",
+              "leaf_mechanism", "beta_mode", "leaf_composition", "oc_alpha", "beta_oc",
+              "beta_share")
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        *,
+        n_trees: int = 10,
+        depth: int = 4,
+        alpha: float | str = "oc",
+        beta_tree: float = 0.5,
+        clamp: float = 10.0,
+        zeta: float = 1e-4,
+        oc_link_alpha: float = 1.0,
+        leaf_mechanism: str = "value",
+        beta_mode: str = "fold",
+        leaf_composition: str = "sequential",
+        oc_alpha: str | None = None,
+        beta_oc: float = 0.1,
+        beta_share: float = 0.1,
+        bounds: Any = None,
+        classes: Sequence[Any] | None = None,
+        n_bins: int = 10,
+        missing: str | Sequence[str] = "error",
+        on_out_of_bounds: str = "error",
+        neighbouring: str = "add_remove",
+        random_state: int | None = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.n_trees = n_trees
+        self.depth = depth
+        self.alpha = alpha
+        self.beta_tree = beta_tree
+        self.clamp = clamp
+        self.zeta = zeta
+        self.oc_link_alpha = oc_link_alpha
+        self.leaf_mechanism = leaf_mechanism
+        self.beta_mode = beta_mode
+        self.leaf_composition = leaf_composition
+        self.oc_alpha = oc_alpha
+        self.beta_oc = beta_oc
+        self.beta_share = beta_share
+        self.bounds = bounds
+        self.classes = classes
+        self.n_bins = n_bins
+        self.missing = missing
+        self.on_out_of_bounds = on_out_of_bounds
+        self.neighbouring = neighbouring
+        self.random_state = random_state
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The boosted score ``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes_[1]``)."""
+        return np.asarray(boosted_decision(self.model_.params, self.model_.encode(X)))
