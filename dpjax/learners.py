@@ -8,13 +8,14 @@ so sweeps over them are one ``vmap``.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 
-from dpjax.data import FeatureSpec
+from dpjax.data import DataDependentWarning, FeatureSpec
 from dpjax.ensembles import (
     BETA_MODES,
     FOREST_COMPOSITIONS,
@@ -245,12 +246,16 @@ def _boosted_ledger(
     entries = [LedgerEntry(what=what, mechanism=mechanism, epsilon=each, count=count)
                for (what, mechanism), each, (_, count) in zip(
                    names, allocate(epsilon, parts), parts, strict=True)]
+    leaks = []
     if oc and oc_alpha == "exact":
-        entries.append(LedgerEntry(what="O.C α from exact weighted errors (paper)",
-                                   mechanism="none", epsilon=0.0, private=False))
+        leaks.append("O.C α from exact weighted errors (paper)")
     if params["beta_mode"] == "paper_fast":
-        entries.append(LedgerEntry(what="β_t from the data without noise (paper_fast)",
-                                   mechanism="none", epsilon=0.0, private=False))
+        leaks.append("β_t from the data without noise (paper_fast)")
+    for what in leaks:
+        warnings.warn(f"boosted: {what} reads the training data outside any mechanism; the "
+                      "model is NOT differentially private (the ledger says so)",
+                      DataDependentWarning, stacklevel=3)
+        entries.append(LedgerEntry(what=what, mechanism="none", epsilon=0.0, private=False))
     return entries
 
 

@@ -174,12 +174,12 @@ class PrivacyLedger:
     def __str__(self) -> str:
         relation = {"add_remove": "add/remove-one", "replace_one": "replace-one"}
         lines = [f"Privacy ledger ({relation[self.neighbouring]} neighbouring datasets)"]
-        header = f"  {'release':<38} {'mechanism':<22} {'eps each':>10} {'x':>5} {'eps total':>10}"
+        header = f"  {'release':<38} {'mechanism':<34} {'eps each':>10} {'x':>5} {'eps total':>10}"
         lines.append(header)
         for e in self.entries:
             each = f"{e.epsilon:.4g}" if e.private else "-"
             total = f"{e.total_epsilon:.4g}" if e.private else "inf"
-            lines.append(f"  {e.what:<38} {e.mechanism:<22} {each:>10} {e.count:>5} {total:>10}")
+            lines.append(f"  {e.what:<38} {e.mechanism:<34} {each:>10} {e.count:>5} {total:>10}")
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
             lines.append(
