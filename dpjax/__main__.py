@@ -1,6 +1,6 @@
-"""Main job: ``python -m dpjax`` (or ``dpjax``) trains DP random-tree forests on a dataset
-shipped with the package at several privacy budgets and prints test accuracy, privacy spent
-and fit time (compile and run separately)."""
+"""Main job: ``python -m dpjax`` (or ``dpjax``) trains DP random-tree forests (or another
+``--method``) on a dataset shipped with the package at several privacy budgets and prints test
+accuracy, privacy spent and fit time (compile and run separately)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,18 @@ import numpy as np
 import dpjax
 from dpjax.data.splits import stratified_split
 
+TITLES = {"random_trees": "DP random decision trees (Bojarski et al.)",
+          "boosted": "Mα-boosted DP trees (Nock & Henecka)",
+          "rf_laplace": "RF-L random forest", "rf_exponential": "RF-E random forest"}
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="dpjax", description=__doc__)
     parser.add_argument("--dataset", default="banknote",
                         help=f"registered dataset (shipped: {', '.join(dpjax.data.EMBEDDED)})")
     parser.add_argument("--data-dir", default=None, help="directory of <name>.csv.gz files")
+    parser.add_argument("--method", default="random_trees", choices=sorted(dpjax.LEARNERS),
+                        help="learner (default random_trees)")
     parser.add_argument("--seeds", type=int, default=5, help="splits/seeds per budget")
     parser.add_argument("--epsilons", default="0.1,1,10,none",
                         help="comma-separated budgets; 'none' = non-private")
@@ -28,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     missing = dpjax.data.missing_columns(X)
     epsilons = [None if e.strip().lower() == "none" else float(e)
                 for e in args.epsilons.split(",")]
-    print(f"dpjax {dpjax.__version__}: DP random decision trees (Bojarski et al.) on "
+    print(f"dpjax {dpjax.__version__}: {TITLES.get(args.method, args.method)} on "
           f"{args.dataset} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
           f"{args.seeds} seeds, public bounds = the dataset's published ranges\n")
     header = (f"{'epsilon':>8} {'test accuracy':>16} {'eps spent':>10} {'compile s':>10} "
@@ -41,8 +47,8 @@ def main(argv: list[str] | None = None) -> None:
         accuracy, compile_s, run_s, spent = [], 0.0, [], []
         for seed in range(args.seeds):
             train, test = stratified_split(y, 0.3, seed)
-            model = dpjax.fit(X.iloc[train], y[train], epsilon=epsilon, key=seed,
-                              bounds=bounds, missing=missing)
+            model = dpjax.fit(X.iloc[train], y[train], method=args.method, epsilon=epsilon,
+                              key=seed, bounds=bounds, missing=missing)
             accuracy.append(model.score(X.iloc[test], y[test]))
             compile_s += model.timings.compile_s
             run_s.append(model.timings.run_s)

@@ -382,8 +382,8 @@ def sweep(
     names = ("epsilon", *traced)
     grid = tuple(dict(zip(names, point, strict=True))
                  for point in itertools.product(epsilons, *traced.values()))
-    for point in grid:  # every grid value must be a valid setting on its own
-        learner.resolve({**params, **{n: point[n] for n in traced}})
+    # every grid value must be a valid setting on its own; its ledger reads the checked values
+    resolved = [learner.resolve({**params, **{n: point[n] for n in traced}}) for point in grid]
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     prepared = _prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
                         bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
@@ -404,15 +404,14 @@ def sweep(
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
     keys = jax.vmap(jax.random.key)(jnp.asarray(seed_list, jnp.uint32))
-    encoded = [prepared.traced_values({n: g[n] for n in traced}) for g in grid]
+    encoded = [prepared.traced_values(point_params) for point_params in resolved]
     points = {n: jnp.stack([e[n] for e in encoded]) for n in learner.traced}
     points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
     compiled, compile_s = _compile(batched, ("sweep", cache_key, names), keys, points)
     fitted, run_s = _run(compiled, keys, points)
     ledgers = tuple(_with_learner_entries(
         dataclasses.replace(prepared, ledger=dataclasses.replace(
-            prepared.ledger, requested_epsilon=g["epsilon"]),
-            params={**prepared.params, **{n: g[n] for n in traced}}),
-        g["epsilon"]) for g in grid)
+            prepared.ledger, requested_epsilon=g["epsilon"]), params=point_params),
+        g["epsilon"]) for g, point_params in zip(grid, resolved, strict=True))
     return Sweep(method, fitted, grid, seed_list, prepared.params, prepared.spec,
                  prepared.classes, ledgers, Timings(compile_s, run_s), on_out_of_bounds)

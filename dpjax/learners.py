@@ -111,6 +111,11 @@ def _unit_interval(params: dict[str, Any], name: str, *, open_low: bool = True,
     return number
 
 
+def _float32(value: float) -> float:
+    """``value`` rounded to the nearest float32 (what a traced or constant share becomes)."""
+    return float(np.float32(value))
+
+
 def _positive_float(params: dict[str, Any], name: str) -> float:
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
@@ -144,7 +149,8 @@ def _forest_ledger(
     count = params["n_trees"] * (2 ** params["depth"] if per_leaf else 1)
     mechanism = {"laplace": f"Laplace (L1 sens. {sensitivity:g})",
                  "discrete_laplace": f"discrete Laplace (L1 sens. {sensitivity:g})",
-                 "exponential": "exponential (sens. 1)"}[params["noise"]]
+                 "exponential": "exponential (sens. 1)" if per_leaf or sensitivity == 1 else
+                 "exponential (sens. 1, ε/2 per leaf)"}[params["noise"]]
     return [LedgerEntry(
         what=f"leaf class counts (one vector per {'leaf' if per_leaf else 'tree'})",
         mechanism=mechanism, epsilon=allocate(epsilon, [(1.0, count)])[0], count=count)]
@@ -193,7 +199,9 @@ def _check_boosted(params: dict[str, Any]) -> dict[str, Any]:
         "n_trees": _positive_int(params, "n_trees"),
         "depth": _positive_int(params, "depth", MAX_DEPTH),
         "alpha": alpha,
-        "beta_tree": _unit_interval(params, "beta_tree", open_high=True),
+        # shares are used as float32 inside the fit: the ledger uses the same float32 values,
+        # so 1 - share (exact in float32 for share >= 1/2) agrees on both sides
+        "beta_tree": _float32(_unit_interval(params, "beta_tree", open_high=True)),
         "clamp": _positive_float(params, "clamp"),
         "zeta": _unit_interval(params, "zeta", open_high=True),
         "oc_link_alpha": _unit_interval(params, "oc_link_alpha"),
@@ -202,8 +210,8 @@ def _check_boosted(params: dict[str, Any]) -> dict[str, Any]:
         "leaf_composition": _choice(params, "leaf_composition", LEAF_COMPOSITIONS),
         "oc_alpha": params["oc_alpha"] if params["oc_alpha"] is None else _choice(
             params, "oc_alpha", OC_ALPHA),
-        "beta_oc": _unit_interval(params, "beta_oc", open_low=False, open_high=True),
-        "beta_share": _unit_interval(params, "beta_share", open_high=True),
+        "beta_oc": _float32(_unit_interval(params, "beta_oc", open_high=True)),
+        "beta_share": _float32(_unit_interval(params, "beta_share", open_high=True)),
     }
     if checked["zeta"] >= 0.5:
         raise ValueError(f"zeta must be in (0, 0.5), got {checked['zeta']}")

@@ -1,6 +1,9 @@
 """The scikit-learn estimator and the main job."""
 
+import inspect
+
 import numpy as np
+import pandas as pd
 import pytest
 
 import dpjax
@@ -10,7 +13,12 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.base import clone  # noqa: E402
 from sklearn.model_selection import cross_val_score  # noqa: E402
 
-from dpjax.sklearn import DPRandomTreesClassifier  # noqa: E402
+from dpjax.sklearn import (  # noqa: E402
+    DPBoostedTreesClassifier,
+    DPRandomForestExponentialClassifier,
+    DPRandomForestLaplaceClassifier,
+    DPRandomTreesClassifier,
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +71,114 @@ def test_main_job_prints_table(capsys):
     assert float(rows[0][1]) > 0.85
     assert rows[0][4] == "1" and rows[1][4] == "inf"
     assert "spent: epsilon = 1" in out
+
+
+# --------------------------------------------------------------------------------------------
+# Mα-boost and the RF-L / RF-E baselines
+# --------------------------------------------------------------------------------------------
+
+# Settings under which each estimator learns the planted problem below (the boosted value-leaf
+# default needs a far larger budget; the counts mechanism has the better signal-to-noise ratio).
+NEW_ESTIMATORS = {
+    DPBoostedTreesClassifier: dict(epsilon=100.0, n_trees=3, depth=2, leaf_mechanism="counts",
+                                   beta_mode="post"),
+    DPRandomForestLaplaceClassifier: dict(epsilon=20.0),
+    DPRandomForestExponentialClassifier: dict(epsilon=20.0),
+}
+NEW_IDS = [cls.__name__ for cls in NEW_ESTIMATORS]
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """600 rows, three features in [0, 1] with public bounds; y = 1 iff a >= 0.5. The first
+    400 rows (the size of a 3-fold training set, so one compilation serves every fit) train,
+    the last 200 test."""
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame(rng.uniform(0.0, 1.0, (600, 3)), columns=["a", "b", "c"])
+    y = (X["a"] >= 0.5).astype(np.int64).to_numpy()
+    return X, y, {name: (0.0, 1.0) for name in X.columns}
+
+
+def make_estimator(cls, bounds, **params):
+    return cls(bounds=bounds, random_state=0, **{**NEW_ESTIMATORS[cls], **params})
+
+
+@pytest.mark.parametrize("cls", list(NEW_ESTIMATORS), ids=NEW_IDS)
+def test_new_estimators_params_and_clone(cls, planted):
+    _, _, bounds = planted
+    clf = make_estimator(cls, bounds)
+    init_args = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    params = clf.get_params()
+    assert set(params) == init_args
+    assert params["random_state"] == 0 and params["bounds"] is bounds
+    for name, value in NEW_ESTIMATORS[cls].items():
+        assert params[name] == value
+    twin = clone(clf)
+    assert twin is not clf and type(twin) is cls
+    assert twin.get_params() == params
+    assert not hasattr(twin, "model_")
+    clf.set_params(n_trees=3, depth=2)
+    assert clf.get_params()["n_trees"] == 3 and clf.depth == 2
+    assert clone(clf).get_params() == clf.get_params()
+
+
+@pytest.mark.parametrize("cls", list(NEW_ESTIMATORS), ids=NEW_IDS)
+def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
+    X, y, bounds = planted
+    epsilon = NEW_ESTIMATORS[cls]["epsilon"]
+    clf = make_estimator(cls, bounds)
+    assert clf.fit(X.iloc[:400], y[:400]) is clf
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+    assert clf.n_features_in_ == 3
+    pred = clf.predict(X.iloc[400:])
+    proba = clf.predict_proba(X.iloc[400:])
+    assert pred.shape == (200,) and proba.shape == (200, 2)
+    assert set(np.unique(pred)) <= {0, 1}
+    np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-6)
+    assert np.all((proba >= 0) & (proba <= 1))
+    assert clf.privacy_.private
+    assert clf.privacy_.epsilon == pytest.approx(epsilon)
+    assert clf.privacy_.epsilon <= epsilon
+    assert clf.model_.method == cls._METHOD
+    # fixed random_state: refitting gives the same model
+    np.testing.assert_array_equal(clone(clf).fit(X.iloc[:400], y[:400]).predict(X.iloc[400:]),
+                                  pred)
+    if cls is not DPBoostedTreesClassifier:
+        # majority vote of 21 trees: scores are vote fractions, never tied, argmax = predict
+        np.testing.assert_allclose(proba * 21, np.round(proba * 21), atol=1e-4)
+        np.testing.assert_array_equal(pred, clf.classes_[proba.argmax(-1)])
+        assert clf.model_.hyperparams["n_trees"] == 21 and clf.model_.params.leaf.shape == (
+            21, 16, 2)
+
+
+@pytest.mark.parametrize(("cls", "lowest"), [
+    (DPBoostedTreesClassifier, 0.9),
+    (DPRandomForestLaplaceClassifier, 0.75),
+    (DPRandomForestExponentialClassifier, 0.75),
+], ids=NEW_IDS)
+def test_new_estimators_cross_val_score(cls, lowest, planted):
+    X, y, bounds = planted
+    scores = cross_val_score(make_estimator(cls, bounds), X, y, cv=3)
+    assert scores.shape == (3,)
+    assert np.all(scores > lowest) and np.all(scores <= 1.0), scores
+
+
+def test_boosted_decision_function_and_alpha(planted):
+    X, y, bounds = planted
+    clf = make_estimator(DPBoostedTreesClassifier, bounds)
+    assert clf.get_params()["alpha"] == "oc"
+    decisions = []
+    for alpha in ("oc", 0.5):
+        clf.set_params(alpha=alpha).fit(X.iloc[:400], y[:400])
+        assert clf.get_params()["alpha"] == alpha and clf.model_.hyperparams["alpha"] == alpha
+        decision = clf.decision_function(X.iloc[400:])
+        assert decision.shape == (200,) and np.all(np.isfinite(decision))
+        pred = clf.predict(X.iloc[400:])
+        np.testing.assert_array_equal(decision >= 0, pred == clf.classes_[1])
+        # P(classes_[1]) is increasing in the score and 1/2 at 0
+        proba = clf.predict_proba(X.iloc[400:])[:, 1]
+        np.testing.assert_array_equal(proba > 0.5, decision > 0)
+        assert clf.privacy_.epsilon == pytest.approx(100.0)
+        assert clf.score(X.iloc[400:], y[400:]) > 0.9
+        decisions.append(decision)
+    assert not np.allclose(decisions[0], decisions[1])  # alpha reaches the fit
