@@ -29,6 +29,14 @@ from dpjax.api import Model, fit
 from dpjax.ensembles import boosted_decision
 
 
+def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
+    """Keep every ``__init__`` argument as an attribute of the same name (the scikit-learn
+    convention ``get_params`` / ``clone`` rely on), with no validation or conversion."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 class _DPClassifier(ClassifierMixin, BaseEstimator):
     """Shared ``fit`` / ``predict`` of the estimators: each subclass names its ``method`` and
     the hyper-parameters it passes on; the data arguments are common."""
@@ -84,20 +92,7 @@ class DPRandomTreesClassifier(_DPClassifier):
         neighbouring: str = "add_remove",
         random_state: int | None = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.n_trees = n_trees
-        self.depth = depth
-        self.voting = voting
-        self.leaf_estimate = leaf_estimate
-        self.noise = noise
-        self.threshold_range = threshold_range
-        self.bounds = bounds
-        self.classes = classes
-        self.n_bins = n_bins
-        self.missing = missing
-        self.on_out_of_bounds = on_out_of_bounds
-        self.neighbouring = neighbouring
-        self.random_state = random_state
+        _store_params(self, locals())
 
     _METHOD = "random_trees"
     _HYPER = ("n_trees", "depth", "voting", "leaf_estimate", "noise", "threshold_range")
@@ -126,18 +121,7 @@ class _RandomForestBaseline(_DPClassifier):
         neighbouring: str = "add_remove",
         random_state: int | None = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.n_trees = n_trees
-        self.depth = depth
-        self.leaf_composition = leaf_composition
-        self.threshold_range = threshold_range
-        self.bounds = bounds
-        self.classes = classes
-        self.n_bins = n_bins
-        self.missing = missing
-        self.on_out_of_bounds = on_out_of_bounds
-        self.neighbouring = neighbouring
-        self.random_state = random_state
+        _store_params(self, locals())
 
 
 class DPRandomForestLaplaceClassifier(_RandomForestBaseline):
@@ -190,27 +174,7 @@ class DPBoostedTreesClassifier(_DPClassifier):
         neighbouring: str = "add_remove",
         random_state: int | None = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.n_trees = n_trees
-        self.depth = depth
-        self.alpha = alpha
-        self.beta_tree = beta_tree
-        self.clamp = clamp
-        self.zeta = zeta
-        self.oc_link_alpha = oc_link_alpha
-        self.leaf_mechanism = leaf_mechanism
-        self.beta_mode = beta_mode
-        self.leaf_composition = leaf_composition
-        self.oc_alpha = oc_alpha
-        self.beta_oc = beta_oc
-        self.beta_share = beta_share
-        self.bounds = bounds
-        self.classes = classes
-        self.n_bins = n_bins
-        self.missing = missing
-        self.on_out_of_bounds = on_out_of_bounds
-        self.neighbouring = neighbouring
-        self.random_state = random_state
+        _store_params(self, locals())
 
     def decision_function(self, X: Any) -> np.ndarray:
         """The boosted score ``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes_[1]``)."""
