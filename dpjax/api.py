@@ -118,7 +118,7 @@ def _prepare(
 ) -> _Prepared:
     learner = get_learner(method)
     resolved = learner.resolve(params)
-    check_neighbouring(neighbouring)
+    neighbouring = check_neighbouring(neighbouring)
     frame = as_frame(X)
     y_index, classes, classes_from_data = encode_labels(y, classes)
     if len(y_index) != frame.shape[0]:
@@ -267,7 +267,9 @@ def fit(
     Args:
       X: 2-D table: pandas DataFrame, numpy or JAX array.
       y: labels, 1-D.
-      method: learner name (``"random_trees"``: Bojarski et al.'s DP random forests).
+      method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
+        ``"boosted"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
+        ``"rf_exponential"`` (their RF-L / RF-E baselines).
       epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
         without privacy and must be asked for explicitly.
       key: int seed or ``jax.random`` key (the same key gives the same model), or ``None``
@@ -282,9 +284,12 @@ def fit(
       n_bins: equal-width bins per numeric feature (1..255).
       missing: ``"error"``, ``"code"`` or the list of columns that may hold missing values.
       on_out_of_bounds: ``"error"`` or ``"clip"`` (with a warning) for values outside ``bounds``.
-      neighbouring: ``"add_remove"`` or ``"replace_one"`` neighbouring datasets.
-      **params: the method's hyper-parameters (random_trees: ``n_trees``, ``depth``,
-        ``voting`` in majority/threshold/probabilistic, ``noise`` in laplace/discrete_laplace).
+      neighbouring: ``"add_remove"`` or ``"replace_one"`` (alias ``"substitute"``)
+        neighbouring datasets; replace-one doubles the count and split sensitivities.
+      **params: the method's hyper-parameters (``dpjax.LEARNERS[method].defaults``; e.g.
+        random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``n_trees``,
+        ``depth``, ``alpha`` (``"oc"`` or in (0, 1]), ``beta_tree``, ``clamp``,
+        ``leaf_mechanism``, ``beta_mode``, ... see :func:`dpjax.ensembles.fit_boosted`).
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)

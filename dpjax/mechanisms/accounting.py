@@ -28,9 +28,17 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return value
 
 
+NEIGHBOURING_ALIASES = {"substitute": "replace_one", "replace": "replace_one",
+                        "add_remove_one": "add_remove"}
+
+
 def check_neighbouring(neighbouring: str) -> str:
+    """The canonical name of a neighbouring relation (``"substitute"``, the Mα spec's name for
+    replace-one, is accepted), or ``ValueError``."""
+    neighbouring = NEIGHBOURING_ALIASES.get(neighbouring, neighbouring)
     if neighbouring not in NEIGHBOURING:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
+        raise ValueError(f"neighbouring must be one of {NEIGHBOURING} (or an alias in "
+                         f"{sorted(NEIGHBOURING_ALIASES)}), got {neighbouring!r}")
     return neighbouring
 
 
