@@ -333,3 +333,19 @@ def test_mixed_columns_with_missing_values():
     np.testing.assert_array_equal(model.spec.n_codes, [3, 11, 2])
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("given", "canonical"), [("substitute", "replace_one"),
+                                                  ("replace_one", "replace_one"),
+                                                  ("add_remove", "add_remove")])
+def test_neighbouring_aliases(toy_xy, given, canonical):
+    """The Mα spec's name for replace-one ("substitute", §4.1) selects the doubled
+    sensitivities; unknown relations are refused."""
+    X, y, bounds = toy_xy
+    model = dpjax.fit(X, y, method="rf_laplace", epsilon=1.0, key=0, bounds=bounds,
+                      neighbouring=given, n_trees=3, depth=2)
+    assert model.privacy.neighbouring == canonical
+    assert f"sens. {2 if canonical == 'replace_one' else 1}" in model.privacy.entries[0].mechanism
+    with pytest.raises(ValueError, match="neighbouring"):
+        dpjax.fit(X, y, method="rf_laplace", epsilon=1.0, key=0, bounds=bounds,
+                  neighbouring="swap")
