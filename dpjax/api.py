@@ -7,6 +7,7 @@ privacy ledger -> :class:`Model`.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import itertools
@@ -54,19 +55,25 @@ class Timings:
     run_s: float
 
 
-_COMPILED: dict[Any, Any] = {}
+_COMPILED: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+COMPILE_CACHE_SIZE = 32
+"""Compiled fits kept (least recently used dropped): each holds JIT code pages, and a process
+that fits thousands of shapes would otherwise run out of memory mappings."""
 
 
 def _compile(fn: Callable[..., Any], cache_key: Any, *args: Any) -> tuple[Any, float]:
-    """Ahead-of-time compile ``fn`` for ``args`` (cached), returning the executable and the
-    seconds spent compiling."""
+    """Ahead-of-time compile ``fn`` for ``args`` (LRU-cached), returning the executable and
+    the seconds spent compiling."""
     shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a)), args)
     full_key = (cache_key, str(shapes))
     if full_key in _COMPILED:
+        _COMPILED.move_to_end(full_key)
         return _COMPILED[full_key], 0.0
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     _COMPILED[full_key] = compiled
+    while len(_COMPILED) > COMPILE_CACHE_SIZE:
+        _COMPILED.popitem(last=False)
     return compiled, time.perf_counter() - start
 
 
@@ -217,12 +224,12 @@ def _predict_static(method: str, hyperparams: dict[str, Any]) -> tuple[tuple[str
     return tuple(sorted((n, hyperparams[n]) for n in get_learner(method).predict_static))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def _jitted_proba(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
     return jax.jit(functools.partial(get_learner(method).proba, **dict(static)))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def _jitted_sweep(method: str, static: tuple[tuple[str, Any], ...],
                   rule: str) -> Callable[..., Any]:
     """Scores (``rule="proba"``) or deterministic predictions (``"predict"``) of a ``[grid,
@@ -242,7 +249,7 @@ def _predict_unkeyed(predict: Callable[..., Any], static: dict[str, Any], params
     return predict(params, codes, None, **static)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def _jitted_predict(method: str, static: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
     return jax.jit(functools.partial(get_learner(method).predict, **dict(static)))
 

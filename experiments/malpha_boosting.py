@@ -12,10 +12,12 @@ RF-E have 21 trees of depth ``{2, 4, 6}`` (§6.5). The library defaults are used
 else: ``leaf_mechanism="value"`` with ``beta_mode="fold"`` (the spec's sound default), private
 per-level O.C (``β_oc = 0.1``) under DP and exact O.C without, sequential per-leaf budgets.
 
-Efficiency: for each domain, fold and ``(T, d)``, the 45 private settings ε × α × β_tree are one
-``dpjax.sweep`` call (one vmapped, jit-compiled program); the non-private α's another; each
-forest depth one more. To compile each program once per domain, every training fold is cut to
-the smallest training-fold size (at most a couple of rows are dropped, at random, per fold).
+Efficiency: for each domain, fold and depth ``d``, the 180 private settings ε × α × β_tree × T
+of a leaf mechanism are one vmapped, jit-compiled program (``fit_boosted`` with 20 trees and
+``n_active = T``: its first ``T`` trees are exactly the ``T``-tree fit), scored on the test fold
+inside the same program; the non-private α × T another; each forest depth one ``dpjax.sweep``.
+To compile each program once per domain, every training fold is cut to the smallest
+training-fold size (at most a couple of rows are dropped, at random, per fold).
 
     python experiments/malpha_boosting.py                    # all domains, then the report
     python experiments/malpha_boosting.py run --domains qsar # one domain (cached per domain)
@@ -28,11 +30,14 @@ Per-domain results are cached as ``experiments/results/malpha_grid/<domain>.csv.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import sys
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -43,6 +48,8 @@ import harness  # noqa: E402
 
 import dpjax  # noqa: E402
 from dpjax.data.splits import stratified_folds  # noqa: E402
+from dpjax.ensembles import boosted_predict, fit_boosted  # noqa: E402
+from dpjax.trees.malpha import OBJECTIVE_CALIBRATION  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -95,52 +102,101 @@ def training_folds(y: np.ndarray, n_folds: int, seed: int = 0) -> list[tuple[np.
     return parts
 
 
-def run_domain(name: str, n_folds: int = N_FOLDS, trees=TREES, depths=DEPTHS) -> pd.DataFrame:
+@functools.lru_cache(maxsize=8)
+def boosted_grid_program(depth: int, n_codes: tuple[int, ...], private: bool, variant: str):
+    """One jitted program: every (ε, α, β_tree, T) point of the grid as a vmapped
+    :func:`dpjax.ensembles.fit_boosted` with ``n_trees = 20`` and ``n_active = T`` (the first
+    ``T`` trees of it are exactly the ``T``-tree fit), scored on the (padded) test fold."""
+    mechanism = VARIANTS[variant]
+
+    def one(key, codes, y, test_codes, test_y, test_mask, eps, alpha, beta_tree, n_active):
+        model = fit_boosted(key, codes, y, eps if private else None, alpha=alpha,
+                            beta_tree=beta_tree, n_trees=max(TREES), depth=depth,
+                            n_codes_per_feature=np.asarray(n_codes), clamp=CLAMP,
+                            n_active=n_active, **mechanism)
+        wrong = (boosted_predict(model, test_codes) != test_y) & test_mask
+        return wrong.sum()
+
+    grid = jax.vmap(one, in_axes=(None, None, None, None, None, None, 0, 0, 0, 0))
+    return jax.jit(grid)
+
+
+def boosted_points(private: bool) -> list[dict]:
+    """The grid points of one program: ε × α × β_tree × T (private) or α × T."""
+    if private:
+        return [dict(epsilon=e, alpha=a, beta_tree=b, n_trees=t)
+                for e, a, b, t in itertools.product(EPSILONS, ALPHAS, BETA_TREES, TREES)]
+    return [dict(alpha=a, n_trees=t) for a, t in itertools.product(ALPHAS, TREES)]
+
+
+def run_boosted(data: harness.Data, fold: int, train: np.ndarray, test: np.ndarray,
+                padded: int, depths) -> tuple[list[dict], float, float]:
+    """All boosted rows of one fold; returns the rows and the compile / run seconds."""
+    test_codes = np.zeros((padded, data.codes.shape[1]), np.uint8)
+    test_codes[:len(test)] = data.codes[test]
+    test_y = np.zeros(padded, np.int32)
+    test_y[:len(test)] = data.y[test]
+    mask = np.arange(padded) < len(test)
+    args = (jax.random.key(fold), jnp.asarray(data.codes[train]), jnp.asarray(data.y[train]),
+            jnp.asarray(test_codes), jnp.asarray(test_y), jnp.asarray(mask))
+    rows, compile_s, run_s = [], 0.0, 0.0
+    for depth in depths:
+        for private, variant in [(True, "boosted"), (True, "boosted_counts"),
+                                 (False, "boosted")]:
+            points = boosted_points(private)
+            program = boosted_grid_program(depth, tuple(int(c) for c in data.spec.n_codes),
+                                           private, variant)
+            traced = [jnp.asarray([p.get(name, 1.0) if name != "alpha" else
+                                   (OBJECTIVE_CALIBRATION if p["alpha"] == "oc" else p["alpha"])
+                                   for p in points], jnp.float32)
+                      for name in ("epsilon", "alpha", "beta_tree", "n_trees")]
+            start = time.perf_counter()
+            lowered = program.lower(*args, *traced)
+            compiled = lowered.compile()
+            middle = time.perf_counter()
+            wrong = np.asarray(jax.block_until_ready(compiled(*args, *traced)))
+            compile_s += middle - start
+            run_s += time.perf_counter() - middle
+            for point, errors in zip(points, wrong, strict=True):
+                rows.append({"method": variant, "depth": depth, **point,
+                             "alpha": alpha_label(point["alpha"]), "test_wrong": int(errors)})
+    return rows, compile_s, run_s
+
+
+def run_domain(name: str, n_folds: int = N_FOLDS, depths=DEPTHS) -> pd.DataFrame:
     """Every setting of the grid on every fold of one domain: one row per (fold, method,
     setting) with the test error counts."""
     data = harness.load(name, n_bins=V_Q)
     common = {"bounds": data.bounds, "missing": data.missing, "n_bins": V_Q}
+    folds = training_folds(data.y, N_FOLDS)[:n_folds]
+    padded = max(len(test) for _, test in folds)
     rows = []
     start = time.perf_counter()
     compile_s = run_s = 0.0
-    for fold, (train, test) in enumerate(training_folds(data.y, n_folds)[:n_folds]):
-        X_train, y_train = data.X.iloc[train], data.y[train]
-        X_test, y_test = data.X.iloc[test], data.y[test]
+    for fold, (train, test) in enumerate(folds):
         base = {"dataset": name, "fold": fold, "n_test": len(test)}
-
-        def record(sweep: dpjax.Sweep, method: str, setting: dict, X_test=X_test,
-                   y_test=y_test, base=base) -> None:
-            nonlocal compile_s, run_s
-            compile_s, run_s = compile_s + sweep.timings.compile_s, run_s + sweep.timings.run_s
-            wrong = (sweep.predict(X_test) != y_test).sum(-1)[:, 0]
-            for point, errors in zip(sweep.grid, wrong, strict=True):
-                rows.append({**base, "method": method, **setting, **point,
-                             "alpha": alpha_label(point["alpha"]) if "alpha" in point else None,
-                             "test_wrong": int(errors)})
-
-        for n_trees, depth in itertools.product(trees, depths):
-            shape = {"n_trees": n_trees, "depth": depth}
-            for variant, mechanism in VARIANTS.items():
-                private = dpjax.sweep(X_train, y_train, method="boosted",
-                                      epsilon=list(EPSILONS), alpha=list(ALPHAS),
-                                      beta_tree=list(BETA_TREES), seeds=[fold], clamp=CLAMP,
-                                      **mechanism, **shape, **common)
-                record(private, variant, shape)
-            exact = dpjax.sweep(X_train, y_train, method="boosted", epsilon=None,
-                                alpha=list(ALPHAS), seeds=[fold], **shape, **common)
-            record(exact, "boosted", shape)
+        boosted, c, r = run_boosted(data, fold, train, test, padded, depths)
+        compile_s, run_s = compile_s + c, run_s + r
+        rows += [{**base, **row} for row in boosted]
+        X_train, y_train = data.X.iloc[train], data.y[train]
         for method, depth in itertools.product(RF_METHODS, RF_DEPTHS):
             forest = dpjax.sweep(X_train, y_train, method=method, epsilon=list(EPSILONS),
                                  seeds=[fold], n_trees=21, depth=depth, **common)
-            record(forest, method, {"n_trees": 21, "depth": depth})
+            compile_s, run_s = compile_s + forest.timings.compile_s, run_s + forest.timings.run_s
+            wrong = (forest.predict(data.X.iloc[test]) != data.y[test]).sum(-1)[:, 0]
+            rows += [{**base, "method": method, "n_trees": 21, "depth": depth, **point,
+                      "test_wrong": int(errors)}
+                     for point, errors in zip(forest.grid, wrong, strict=True)]
         majority = int(np.mean(y_train) > 0.5)
-        rows.append({**base, "method": "majority", "test_wrong": int((y_test != majority).sum())})
+        rows.append({**base, "method": "majority",
+                     "test_wrong": int((data.y[test] != majority).sum())})
     df = pd.DataFrame(rows)
     df["test_error"] = df["test_wrong"] / df["n_test"]
     seconds = time.perf_counter() - start
     print(f"{name}: {len(df)} rows, {seconds:.1f}s (compile {compile_s:.1f}s, fits "
           f"{run_s:.1f}s; m={data.n}, n={data.X.shape[1]})", flush=True)
-    df.attrs["seconds"] = seconds
+    boosted_grid_program.cache_clear()
+    jax.clear_caches()
     return df.assign(seconds=seconds, compile_s=compile_s, run_s=run_s)
 
 
@@ -342,12 +398,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--domains", default=",".join(n for n, _ in DOMAINS))
     parser.add_argument("--force", action="store_true", help="recompute cached domains")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 2 folds, T in {2}, d in {1, 2}, not cached")
+                        help="smoke test: 2 folds, d in {1, 2}, not cached")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.domains.split(",") if n.strip()]
     if args.quick:
         for name in names[:2]:
-            df = run_domain(name, n_folds=2, trees=(2,), depths=(1, 2))
+            df = run_domain(name, n_folds=2, depths=(1, 2))
             print(mean_errors(df).head(12).to_string())
         return
     if args.command in ("all", "run"):

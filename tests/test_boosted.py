@@ -234,6 +234,24 @@ def test_jit_equals_no_jit_and_shorter_fits_are_prefixes(eager_private):
     chex.assert_trees_all_close(eager, prefix, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("epsilon", [1.0, None])
+def test_n_active_trees_equal_the_shorter_fit(epsilon):
+    """``n_active = T'`` (traced) inside a ``T``-tree program gives exactly the ``T'``-tree fit
+    (budget ε/T' per tree) and releases nothing after it: one compile serves every T' <= T."""
+    codes, y = jnp.asarray(CODES), jnp.asarray(Y)
+    common = dict(depth=2, n_codes_per_feature=N_CODES, alpha=-1.0)
+    masked = jax.jit(lambda n: fit_boosted(jax.random.key(5), codes, y, epsilon, n_trees=4,
+                                           n_active=n, **common))
+    for n_active in (1, 3):
+        short = fit_boosted(jax.random.key(5), codes, y, epsilon, n_trees=n_active, **common)
+        long = masked(jnp.float32(n_active))
+        head = jax.tree.map(lambda a, n=n_active: a[:n], long)
+        chex.assert_trees_all_equal(head.trees.feature, short.trees.feature)
+        chex.assert_trees_all_close(head, short, rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(long.trees.leaf[n_active:], 0.0)
+        np.testing.assert_array_equal(long.beta[n_active:], 0.0)
+
+
 def test_fit_boosted_rejects_bad_static_options():
     codes, y = jnp.asarray(CODES), jnp.asarray(Y)
     common = dict(n_trees=1, depth=1, n_codes_per_feature=N_CODES)

@@ -141,7 +141,8 @@ def release_leaves(
 
 
 def tree_budgets(
-    epsilon: ArrayLike, beta_tree: ArrayLike, oc_private: ArrayLike, *, n_trees: int, depth: int,
+    epsilon: ArrayLike, beta_tree: ArrayLike, oc_private: ArrayLike, *, n_trees: ArrayLike,
+    depth: int,
     beta_oc: float, beta_share: float, beta_mode: str, leaf_composition: str,
 ) -> dict[str, jax.Array]:
     """Per-mechanism budgets of one tree (§4.2, eq. (18); §5.3): ``splits`` (the tree's split
@@ -184,6 +185,7 @@ def fit_boosted(
     oc_alpha: str | None = None,
     beta_oc: float = 0.1,
     beta_share: float = 0.1,
+    n_active: ArrayLike | None = None,
 ) -> BoostedTrees:
     """Mα-boost (Algorithm 1, spec §3) of ``n_trees`` complete depth-``depth`` Mα trees.
 
@@ -207,6 +209,10 @@ def fit_boosted(
         ``None``: private under DP, exact without.
       beta_oc: share of the split budget for the O.C releases (§5.3).
       beta_share: share of the leaves' budget for ``β̃_t`` when ``beta_mode="laplace"``.
+      n_active: optional traced number of trees ``T' <= n_trees`` actually boosted: the budget
+        is split over ``T'`` trees and rounds ``t >= T'`` release nothing (zero leaves and
+        ``β``), so the first ``T'`` trees equal a ``T'``-tree fit and one compiled program
+        serves every ``T' <= n_trees`` (e.g. a sweep over ``T ∈ {2, 5, 10, 20}``).
     """
     if n_classes != 2:
         raise ValueError(f"Mα-boost is a binary classifier; got {n_classes} classes")
@@ -220,8 +226,9 @@ def fit_boosted(
     alpha = jnp.asarray(alpha, jnp.float32)
     alpha_link = link_alpha(alpha, oc_link_alpha)
     oc_private = private and oc_alpha == "private" and depth > 1
+    active = n_trees if n_active is None else jnp.asarray(n_active, jnp.float32)
     if private:
-        budget = tree_budgets(epsilon, beta_tree, (alpha < 0) & oc_private, n_trees=n_trees,
+        budget = tree_budgets(epsilon, beta_tree, (alpha < 0) & oc_private, n_trees=active,
                               depth=depth, beta_oc=beta_oc, beta_share=beta_share,
                               beta_mode=beta_mode, leaf_composition=leaf_composition)
     bound = jnp.float32(clamp) if private else link_bound(alpha_link, zeta)
@@ -244,6 +251,8 @@ def fit_boosted(
         else:
             values = leaf_link(grown.leaf_stats, alpha_link, zeta)
             beta = leveraging_coefficient(values, grown.leaf_stats, alpha_link / bound**2, m)
+        live = t < active
+        values, beta = jnp.where(live, values, 0.0), jnp.where(live, beta, 0.0)
         margin_sum = margin_sum + beta * values[grown.example_leaf]
         return margin_sum, (grown.feature, grown.threshold, values, beta, grown.alpha)
 
