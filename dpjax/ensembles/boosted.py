@@ -150,9 +150,12 @@ def tree_budgets(
     releases), ``leaf`` (each leaf), ``beta`` (``β̃_t``). ``oc_private`` (traced bool) says
     whether the O.C estimates are released (O.C with ``oc_alpha="private"`` and ``d >= 2``)."""
     per_tree = jnp.asarray(epsilon, jnp.float32) / n_trees
-    splits = jnp.asarray(beta_tree, jnp.float32) * per_tree
+    beta_tree = jnp.asarray(beta_tree, jnp.float32)
+    splits = beta_tree * per_tree
     share_oc = jnp.where(oc_private, beta_oc, 0.0)
-    predictions = per_tree - splits
+    # (1 − β_tree) is exact in float32 for β_tree >= 1/2; per_tree − splits would magnify the
+    # rounding of splits by β/(1 − β) and could exceed the ledger's share
+    predictions = per_tree * (1 - beta_tree)
     share_beta = beta_share if beta_mode == "laplace" else 0.0
     leaves = predictions * (1 - share_beta)
     return {
