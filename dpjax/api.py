@@ -403,24 +403,28 @@ def sweep(
                         params=params)
     fn, cache_key = prepared.fit_fn(private=private)
 
-    def fit_point(key: jax.Array, point: dict[str, jax.Array]) -> Any:
-        return fn(key, prepared.codes, prepared.y, point["epsilon"],
-                  {n: point[n] for n in learner.traced})
+    def fit_point(key: jax.Array, codes: jax.Array, y: jax.Array,
+                  point: dict[str, jax.Array]) -> Any:
+        return fn(key, codes, y, point["epsilon"], {n: point[n] for n in learner.traced})
 
     # Seeds by lax.map, grid points by vmap inside: work that does not depend on the traced
-    # settings (structure from the key, routing, counts) is then done once per seed.
-    over_grid = jax.vmap(fit_point, in_axes=(None, 0))
+    # settings (structure from the key, routing, counts) is then done once per seed. The data
+    # are arguments, never baked-in constants: the compiled program is cached by shape and
+    # reused for other data of the same shape.
+    over_grid = jax.vmap(fit_point, in_axes=(None, None, None, 0))
 
-    def batched(keys: jax.Array, points: dict[str, jax.Array]) -> Any:
-        per_seed = jax.lax.map(lambda key: over_grid(key, points), keys)
+    def batched(keys: jax.Array, codes: jax.Array, y: jax.Array,
+                points: dict[str, jax.Array]) -> Any:
+        per_seed = jax.lax.map(lambda key: over_grid(key, codes, y, points), keys)
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
     keys = jax.vmap(jax.random.key)(jnp.asarray(seed_list, jnp.uint32))
     encoded = [prepared.traced_values(point_params) for point_params in resolved]
     points = {n: jnp.stack([e[n] for e in encoded]) for n in learner.traced}
     points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
-    compiled, compile_s = _compile(batched, ("sweep", cache_key, names), keys, points)
-    fitted, run_s = _run(compiled, keys, points)
+    args = (keys, prepared.codes, prepared.y, points)
+    compiled, compile_s = _compile(batched, ("sweep", cache_key, names), *args)
+    fitted, run_s = _run(compiled, *args)
     ledgers = tuple(_with_learner_entries(
         dataclasses.replace(prepared, ledger=dataclasses.replace(
             prepared.ledger, requested_epsilon=g["epsilon"]), params=point_params),

@@ -349,3 +349,18 @@ def test_neighbouring_aliases(toy_xy, given, canonical):
     with pytest.raises(ValueError, match="neighbouring"):
         dpjax.fit(X, y, method="rf_laplace", epsilon=1.0, key=0, bounds=bounds,
                   neighbouring="swap")
+
+
+def test_sweep_reuses_compiled_program_with_new_data(toy_xy):
+    """Two sweeps with the same shapes and settings share one compiled program, but each must
+    fit its own data (the data are arguments of the cached program, not constants)."""
+    X, y, bounds = toy_xy
+    kwargs = dict(method="rf_laplace", epsilon=[1.0, 10.0], seeds=2, bounds=bounds,
+                  n_trees=3, depth=2)
+    first = dpjax.sweep(X, y, **kwargs)
+    flipped = dpjax.sweep(X, 1 - y, **kwargs)
+    assert flipped.timings.compile_s == 0.0  # the cached program was reused
+    fresh = dpjax.fit(X, 1 - y, method="rf_laplace", epsilon=10.0, key=1, bounds=bounds,
+                      n_trees=3, depth=2)
+    chex.assert_trees_all_close(flipped.model(1, 1).params, fresh.params, atol=1e-5)
+    assert not np.allclose(first.params.leaf, flipped.params.leaf)
