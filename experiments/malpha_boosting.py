@@ -49,7 +49,7 @@ import harness  # noqa: E402
 import dpjax  # noqa: E402
 from dpjax.data.splits import stratified_folds  # noqa: E402
 from dpjax.ensembles import boosted_predict, fit_boosted  # noqa: E402
-from dpjax.trees.malpha import OBJECTIVE_CALIBRATION  # noqa: E402
+from dpjax.learners import BOOSTED  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -147,8 +147,8 @@ def run_boosted(data: harness.Data, fold: int, train: np.ndarray, test: np.ndarr
             points = boosted_points(private)
             program = boosted_grid_program(depth, tuple(int(c) for c in data.spec.n_codes),
                                            private, variant)
-            traced = [jnp.asarray([p.get(name, 1.0) if name != "alpha" else
-                                   (OBJECTIVE_CALIBRATION if p["alpha"] == "oc" else p["alpha"])
+            # the learner's own encoding of traced values ("oc" -> its numeric code)
+            traced = [jnp.asarray([BOOSTED.encode_traced(name, p.get(name, 1.0))
                                    for p in points], jnp.float32)
                       for name in ("epsilon", "alpha", "beta_tree", "n_trees")]
             start = time.perf_counter()
