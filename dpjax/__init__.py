@@ -2,7 +2,7 @@
 
     import dpjax
     X, y = dpjax.load_dataset("banknote")
-    model = dpjax.fit(X, y, epsilon=1.0, bounds=dpjax.data.public_bounds(X), key=0)
+    model = dpjax.fit(X, y, epsilon=1.0, bounds=dpjax.data.public_bounds("banknote"))
     model.predict(X); print(model.privacy)
 """
 

@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     X, y = dpjax.load_dataset(args.dataset, args.data_dir)
-    bounds = dpjax.data.public_bounds(X)
-    missing = dpjax.data.missing_columns(X)
+    bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
+    missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
     epsilons = [None if e.strip().lower() == "none" else float(e)
                 for e in args.epsilons.split(",")]
     print(f"dpjax {dpjax.__version__}: {TITLES.get(args.method, args.method)} on "

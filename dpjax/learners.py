@@ -1,8 +1,10 @@
 """The learner registry behind :func:`dpjax.fit`: each learner is a pure, jittable
-``fit(key, codes, y, epsilon, **static)`` plus its privacy ledger entries and prediction rule.
+``fit(key, codes, y, epsilon, **traced, **static) -> (params, costs)`` plus its prediction rule.
 
 Static (shape-setting) hyper-parameters go in ``static``; traced ones (epsilon, ...) are arrays,
-so sweeps over them are one ``vmap``.
+so sweeps over them are one ``vmap``. The privacy ledger is assembled from the ``costs`` the fit
+returns (every mechanism reports what it spent); a learner adds only the static list of the
+parts of a configuration that are *not* private (labelled paper modes).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from dpjax.ensembles import (
     forest_predict,
     forest_proba,
 )
-from dpjax.mechanisms import LedgerEntry, allocate
 from dpjax.trees.grow import THRESHOLD_RANGES
 from dpjax.trees.malpha import OBJECTIVE_CALIBRATION, OC_ALPHA, resolve_oc_alpha
 
@@ -48,15 +49,24 @@ class Learner:
       fit_static: hyper-parameters that set shapes or code paths (compile-time constants).
       traced: hyper-parameters that may be swept in one ``vmap`` (besides epsilon).
       check: validates and normalises hyper-parameters (raises ``ValueError``).
-      fit: ``(key, codes, y, epsilon, **traced, **static) -> params`` (pure, jittable;
-        ``epsilon`` is ``None`` for a non-private fit).
-      ledger: ``(epsilon, params, sensitivity) -> [LedgerEntry]``, every release of a private
-        fit.
+      fit: ``(key, codes, y, epsilon, **traced, **static) -> (params, costs)`` (pure,
+        jittable; ``epsilon`` is ``None`` for a non-private fit; ``costs`` maps each kind of
+        release to its :class:`~dpjax.mechanisms.Cost`).
+      not_private: ``params -> [reason]``: the parts of a configuration that read the data
+        outside any mechanism (labelled paper modes); each warns and makes the ledger's
+        epsilon infinite.
       proba: ``(params, codes, **predict_static) -> [m, C]``.
       predict: ``(params, codes, key, **predict_static) -> [m]`` class indices.
       predict_static: hyper-parameters the prediction rule reads.
       encode_traced: ``(name, value) -> float``, the traced array value of a hyper-parameter
         (e.g. ``alpha="oc"`` -> ``-1``).
+      uses_size: the fit takes the public sample size ``size`` (traced; ``None`` when the row
+        count is private and the fit must release a noisy count).
+      shares_structure: the fit takes a ``structure_key`` for data-independent randomness that
+        the models of a sweep may share.
+      footprint: ``(params, m, n, max_codes, n_classes) -> bytes``, a rough upper estimate of
+        the memory one fit needs (the API refuses fits beyond the limit instead of running out
+        of memory).
     """
 
     name: str
@@ -65,12 +75,16 @@ class Learner:
     traced: tuple[str, ...]
     check: Callable[[dict[str, Any]], dict[str, Any]]
     fit: Callable[..., Any]
-    ledger: Callable[[float, dict[str, Any], float], list[LedgerEntry]]
     proba: Callable[..., jax.Array]
     predict: Callable[..., jax.Array]
     predict_static: tuple[str, ...] = ()
     needs_predict_key: Callable[[dict[str, Any]], bool] = lambda params: False
     encode_traced: Callable[[str, Any], float] = lambda name, value: float(value)
+    not_private: Callable[[dict[str, Any]], list[str]] = lambda params: []
+    uses_size: bool = False
+    shares_structure: bool = False
+    footprint: Callable[[dict[str, Any], int, int, int, int], float] = (
+        lambda params, m, n, max_codes, n_classes: 0.0)
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(params) - set(self.defaults))
@@ -111,11 +125,6 @@ def _unit_interval(params: dict[str, Any], name: str, *, open_low: bool = True,
     return number
 
 
-def _float32(value: float) -> float:
-    """``value`` rounded to the nearest float32 (what a traced or constant share becomes)."""
-    return float(np.float32(value))
-
-
 def _positive_float(params: dict[str, Any], name: str) -> float:
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
@@ -142,18 +151,25 @@ def _forest_check(noises: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[st
     return check
 
 
-def _forest_ledger(
-    epsilon: float, params: dict[str, Any], sensitivity: float
-) -> list[LedgerEntry]:
-    per_leaf = params["leaf_composition"] == "leaf"
-    count = params["n_trees"] * (2 ** params["depth"] if per_leaf else 1)
-    mechanism = {"laplace": f"Laplace (L1 sens. {sensitivity:g})",
-                 "discrete_laplace": f"discrete Laplace (L1 sens. {sensitivity:g})",
-                 "exponential": "exponential (sens. 1)" if per_leaf or sensitivity == 1 else
-                 "exponential (sens. 1, ε/2 per leaf)"}[params["noise"]]
-    return [LedgerEntry(
-        what=f"leaf class counts (one vector per {'leaf' if per_leaf else 'tree'})",
-        mechanism=mechanism, epsilon=allocate(epsilon, [(1.0, count)])[0], count=count)]
+LANE_BYTES = 48
+"""Memory of one lane of the exact samplers (state, words, compaction copies)."""
+
+
+def _forest_footprint(params: dict[str, Any], m: int, n: int, max_codes: int,
+                      n_classes: int) -> float:
+    """Routing every row through every tree (int32 leaves and temporaries) and the noisy leaf
+    counts (a sampler lane each)."""
+    trees, leaves = params["n_trees"], 2 ** params["depth"]
+    return 16.0 * trees * m + float(LANE_BYTES) * trees * leaves * n_classes
+
+
+def _boosted_footprint(params: dict[str, Any], m: int, n: int, max_codes: int,
+                       n_classes: int) -> float:
+    """The deepest level's histogram, candidate statistics and selection lanes, the
+    per-example statistics broadcast over features, and the stacked trees."""
+    nodes = 2 ** (params["depth"] - 1)
+    return (16.0 * m * n + float(24 + LANE_BYTES) * nodes * n * max_codes
+            + 16.0 * params["n_trees"] * 2 ** params["depth"])
 
 
 def _forest(name: str, defaults: dict[str, Any], noises: tuple[str, ...]) -> Learner:
@@ -165,11 +181,12 @@ def _forest(name: str, defaults: dict[str, Any], noises: tuple[str, ...]) -> Lea
         traced=(),
         check=_forest_check(noises),
         fit=fit_random_trees,
-        ledger=_forest_ledger,
         proba=forest_proba,
         predict=lambda params, codes, key, voting: forest_predict(params, codes, voting, key),
         predict_static=("voting",),
         needs_predict_key=lambda params: params["voting"] == "probabilistic",
+        shares_structure=True,
+        footprint=_forest_footprint,
     )
 
 
@@ -177,11 +194,11 @@ _FOREST_COMMON = {"threshold_range": "global"}
 RANDOM_TREES = _forest("random_trees", {
     "n_trees": 11, "depth": 12, "voting": "threshold", "noise": "laplace",
     "leaf_estimate": "smoothed", "leaf_composition": "tree", **_FOREST_COMMON,
-}, noises=("laplace", "discrete_laplace"))
+}, noises=("laplace",))
 RF_LAPLACE = _forest("rf_laplace", {
     "n_trees": 21, "depth": 4, "voting": "majority", "noise": "laplace",
     "leaf_estimate": "label", "leaf_composition": "leaf", **_FOREST_COMMON,
-}, noises=("laplace", "discrete_laplace"))
+}, noises=("laplace",))
 RF_EXPONENTIAL = _forest("rf_exponential", {
     "n_trees": 21, "depth": 4, "voting": "majority", "noise": "exponential",
     "leaf_estimate": "label", "leaf_composition": "leaf", **_FOREST_COMMON,
@@ -199,9 +216,7 @@ def _check_boosted(params: dict[str, Any]) -> dict[str, Any]:
         "n_trees": _positive_int(params, "n_trees"),
         "depth": _positive_int(params, "depth", MAX_DEPTH),
         "alpha": alpha,
-        # shares are used as float32 inside the fit: the ledger uses the same float32 values,
-        # so 1 - share (exact in float32 for share >= 1/2) agrees on both sides
-        "beta_tree": _float32(_unit_interval(params, "beta_tree", open_high=True)),
+        "beta_tree": _unit_interval(params, "beta_tree", open_high=True),
         "clamp": _positive_float(params, "clamp"),
         "zeta": _unit_interval(params, "zeta", open_high=True),
         "oc_link_alpha": _unit_interval(params, "oc_link_alpha"),
@@ -210,8 +225,9 @@ def _check_boosted(params: dict[str, Any]) -> dict[str, Any]:
         "leaf_composition": _choice(params, "leaf_composition", LEAF_COMPOSITIONS),
         "oc_alpha": params["oc_alpha"] if params["oc_alpha"] is None else _choice(
             params, "oc_alpha", OC_ALPHA),
-        "beta_oc": _float32(_unit_interval(params, "beta_oc", open_high=True)),
-        "beta_share": _float32(_unit_interval(params, "beta_share", open_high=True)),
+        "beta_oc": _unit_interval(params, "beta_oc", open_high=True),
+        "beta_share": _unit_interval(params, "beta_share", open_high=True),
+        "size_share": _unit_interval(params, "size_share", open_high=True),
     }
     if checked["zeta"] >= 0.5:
         raise ValueError(f"zeta must be in (0, 0.5), got {checked['zeta']}")
@@ -224,47 +240,19 @@ def _check_boosted(params: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _boosted_ledger(
-    epsilon: float, params: dict[str, Any], sensitivity: float
-) -> list[LedgerEntry]:
-    """Every release of Mα-boost (spec §4.2, §4.6, §5.3), as :func:`fit_boosted` spends it."""
-    oc = params["alpha"] == "oc"
-    oc_alpha = resolve_oc_alpha(params["oc_alpha"], private=True)
-    n_trees, depth, beta_tree = params["n_trees"], params["depth"], params["beta_tree"]
-    oc_private = oc and oc_alpha == "private" and depth > 1
-    share_oc = params["beta_oc"] if oc_private else 0.0
-    share_beta = params["beta_share"] if params["beta_mode"] == "laplace" else 0.0
-    per_leaf = params["leaf_composition"] == "sequential"
-    alpha = "α_ℓ" if oc else f"α={params['alpha']:g}"
-    parts = [(beta_tree * (1 - share_oc) / depth, n_trees * 2**k) for k in range(depth)]
-    names = [(f"splits at depth {k}", f"exponential (sens. {sensitivity:g}·Δ^({alpha})(m))")
-             for k in range(depth)]
-    if oc_private:
-        parts.append((beta_tree * share_oc, n_trees * depth))
-        names.append(("O.C level errors", f"Laplace (sens. {sensitivity:g})"))
-    leaf_sens = {"counts": f"L1 sens. {sensitivity:g}",
-                 "value": "range 2α_LC" if params["beta_mode"] == "fold" else "range 2M"}
-    parts.append(((1 - beta_tree) * (1 - share_beta), n_trees * (2**depth if per_leaf else 1)))
-    leaf_what = "values x β_t" if params["beta_mode"] == "fold" else params["leaf_mechanism"]
-    names.append((f"leaf {leaf_what} (one per {'leaf' if per_leaf else 'tree'})",
-                  f"Laplace ({leaf_sens[params['leaf_mechanism']]})"))
-    if share_beta:
-        parts.append(((1 - beta_tree) * share_beta, n_trees))
-        names.append(("leveraging coefficients β_t", "Laplace (sens. 2aM/m)"))
-    entries = [LedgerEntry(what=what, mechanism=mechanism, epsilon=each, count=count)
-               for (what, mechanism), each, (_, count) in zip(
-                   names, allocate(epsilon, parts), parts, strict=True)]
+def _boosted_not_private(params: dict[str, Any]) -> list[str]:
+    """The parts of a Mα-boost configuration that read the data outside any mechanism (the
+    paper's modes, spec §4.5 and §5.2), each with a warning."""
     leaks = []
-    if oc and oc_alpha == "exact":
+    if params["alpha"] == "oc" and resolve_oc_alpha(params["oc_alpha"], True) == "exact":
         leaks.append("O.C α from exact weighted errors (paper)")
     if params["beta_mode"] == "paper_fast":
         leaks.append("β_t from the data without noise (paper_fast)")
     for what in leaks:
         warnings.warn(f"boosted: {what} reads the training data outside any mechanism; the "
                       "model is NOT differentially private (the ledger says so)",
-                      DataDependentWarning, stacklevel=3)
-        entries.append(LedgerEntry(what=what, mechanism="none", epsilon=0.0, private=False))
-    return entries
+                      DataDependentWarning, stacklevel=4)
+    return leaks
 
 
 BOOSTED = Learner(
@@ -272,13 +260,16 @@ BOOSTED = Learner(
     defaults={"n_trees": 10, "depth": 4, "alpha": "oc", "beta_tree": 0.5, "clamp": 10.0,
               "zeta": 1e-4, "oc_link_alpha": 1.0, "leaf_mechanism": "value",
               "beta_mode": "fold", "leaf_composition": "sequential", "oc_alpha": None,
-              "beta_oc": 0.1, "beta_share": 0.1},
+              "beta_oc": 0.1, "beta_share": 0.1, "size_share": 0.05},
     fit_static=("n_trees", "depth", "clamp", "zeta", "oc_link_alpha", "leaf_mechanism",
-                "beta_mode", "leaf_composition", "oc_alpha", "beta_oc", "beta_share"),
+                "beta_mode", "leaf_composition", "oc_alpha", "beta_oc", "beta_share",
+                "size_share"),
     traced=("alpha", "beta_tree"),
     check=_check_boosted,
     fit=fit_boosted,
-    ledger=_boosted_ledger,
+    not_private=_boosted_not_private,
+    uses_size=True,
+    footprint=_boosted_footprint,
     proba=boosted_proba,
     predict=lambda params, codes, key: boosted_predict(params, codes),
     encode_traced=lambda name, value: OBJECTIVE_CALIBRATION if (

@@ -22,6 +22,7 @@ import numpy as np
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.utils.validation import check_is_fitted
 except ImportError as error:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("dpjax.sklearn needs scikit-learn: pip install 'dpjax[sklearn]'") from error
 
@@ -49,6 +50,7 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
             X, y, method=self._METHOD, epsilon=self.epsilon, key=self.random_state,
             bounds=self.bounds, classes=self.classes, n_bins=self.n_bins, missing=self.missing,
             on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
+            public_size=self.public_size, delta=self.delta,
             **{name: getattr(self, name) for name in self._HYPER},
         )
         self.model_ = model
@@ -58,9 +60,11 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "model_")
         return self.model_.predict(X, key=self.random_state)
 
     def predict_proba(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "model_")
         return self.model_.predict_proba(X)
 
 
@@ -88,8 +92,10 @@ class DPRandomTreesClassifier(_DPClassifier):
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
         missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "error",
+        on_out_of_bounds: str = "clip",
         neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
         random_state: int | None = None,
     ) -> None:
         _store_params(self, locals())
@@ -117,8 +123,10 @@ class _RandomForestBaseline(_DPClassifier):
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
         missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "error",
+        on_out_of_bounds: str = "clip",
         neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
         random_state: int | None = None,
     ) -> None:
         _store_params(self, locals())
@@ -147,7 +155,7 @@ class DPBoostedTreesClassifier(_DPClassifier):
     _METHOD = "boosted"
     _HYPER = ("n_trees", "depth", "alpha", "beta_tree", "clamp", "zeta", "oc_link_alpha",
               "leaf_mechanism", "beta_mode", "leaf_composition", "oc_alpha", "beta_oc",
-              "beta_share")
+              "beta_share", "size_share")
 
     def __init__(
         self,
@@ -166,16 +174,20 @@ class DPBoostedTreesClassifier(_DPClassifier):
         oc_alpha: str | None = None,
         beta_oc: float = 0.1,
         beta_share: float = 0.1,
+        size_share: float = 0.05,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
         missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "error",
+        on_out_of_bounds: str = "clip",
         neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
         random_state: int | None = None,
     ) -> None:
         _store_params(self, locals())
 
     def decision_function(self, X: Any) -> np.ndarray:
         """The boosted score ``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes_[1]``)."""
+        check_is_fitted(self, "model_")
         return np.asarray(boosted_decision(self.model_.params, self.model_.encode(X)))

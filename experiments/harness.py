@@ -79,8 +79,9 @@ def load(name: str, directory: str | os.PathLike | None = None, *, n_bins: int =
     """Load ``name`` and code it under its public schema (the full file's bounds and
     categories; columns with missing values get a missing code; numeric columns ``n_bins``
     equal-width bins)."""
-    X, y = dpjax.load_dataset(name, data_dir(directory))
-    bounds, missing = public_bounds(X), missing_columns(X)
+    directory = data_dir(directory)
+    X, y = dpjax.load_dataset(name, directory)
+    bounds, missing = public_bounds(name, directory), missing_columns(name, directory)
     spec = make_feature_spec(X, bounds, n_bins=n_bins, missing=missing, private=True)
     return Data(name, X, np.asarray(y), encode(spec, X), spec, bounds, missing)
 

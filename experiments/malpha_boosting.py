@@ -110,10 +110,10 @@ def boosted_grid_program(depth: int, n_codes: tuple[int, ...], private: bool, va
     mechanism = VARIANTS[variant]
 
     def one(key, codes, y, test_codes, test_y, test_mask, eps, alpha, beta_tree, n_active):
-        model = fit_boosted(key, codes, y, eps if private else None, alpha=alpha,
-                            beta_tree=beta_tree, n_trees=max(TREES), depth=depth,
-                            n_codes_per_feature=np.asarray(n_codes), clamp=CLAMP,
-                            n_active=n_active, **mechanism)
+        model, _ = fit_boosted(key, codes, y, eps if private else None, alpha=alpha,
+                               beta_tree=beta_tree, n_trees=max(TREES), depth=depth,
+                               n_codes_per_feature=np.asarray(n_codes), clamp=CLAMP,
+                               n_active=n_active, **mechanism)
         wrong = (boosted_predict(model, test_codes) != test_y) & test_mask
         return wrong.sum()
 

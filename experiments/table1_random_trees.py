@@ -12,7 +12,7 @@ Efficiency: per (run, h) one pass of jitted code (four stages, jitted separately
 code is shared across datasets where shapes allow) draws the structures of 21 random trees
 (``dpjax.trees.random_splits``), routes the three parts once (``leaf_index``), counts the
 training leaves once (``leaf_stats``) and, for every ``k``, takes the first ``k`` trees with fresh
-Laplace noise of scale ``k / eps`` on every counter (``perturb_counts``; each k is its own
+Laplace noise of scale ``k / eps`` on every counter (exact discrete Laplace; each k is its own
 eps-DP forest) and the leaf estimates of ``leaf_distribution`` ("paper" and "smoothed", the same
 noisy counts). Trees beyond ``k`` are masked. Every run's keys derive from ``jax.random.key(run)``.
 The report adds measured diagnostics: reference learners, fallback-leaf shares, a second set of
@@ -45,9 +45,9 @@ from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 import dpjax  # noqa: E402
 from dpjax.ensembles.random_trees import (  # noqa: E402
     leaf_distribution,
-    perturb_counts,
     tree_keys,
 )
+from dpjax.mechanisms import laplace_mechanism  # noqa: E402
 from dpjax.trees import leaf_index, leaf_stats, random_splits  # noqa: E402
 
 matplotlib.use("Agg")
@@ -115,10 +115,16 @@ def route_and_count(feature: jax.Array, threshold: jax.Array, codes: jax.Array,
     """Route all rows of ``codes`` (training rows first) through every tree once. Returns the
     training leaf counts ``[T, 2**depth, 2]`` and the other rows' leaves ``[T, m_eval]``."""
     leaves = jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
-    onehot = jax.nn.one_hot(y_train, 2, dtype=jnp.float32)
+    onehot = jax.nn.one_hot(y_train, 2, dtype=jnp.int32)
     counts = jax.vmap(leaf_stats, in_axes=(0, None, None))(
         leaves[:, :n_train], onehot, feature.shape[-1] + 1)
     return counts, leaves[:, n_train:]
+
+
+def _noisy_counts(key: jax.Array, counts: jax.Array, epsilon_each: jax.Array) -> jax.Array:
+    """Every tree's counts ``[T, L, 2]`` released as ``fit_random_trees`` does: one exact
+    discrete-Laplace release per tree at ``epsilon_each`` (sensitivity 1, add/remove)."""
+    return laplace_mechanism(key, counts, 1.0, epsilon_each, integer=True, event_ndim=2)[0]
 
 
 @functools.partial(jax.jit, static_argnames=("ks",))
@@ -130,8 +136,9 @@ def leaf_margins(k_noise: jax.Array, k_fallback: jax.Array, counts: jax.Array,
     trees (each k its own eps-DP release) -- with the "paper" and the "smoothed" estimate of
     the same noisy counts. Depends on the depth only through shapes, so datasets share it."""
     k = jnp.asarray(ks, jnp.float32)
-    noisy = jax.vmap(perturb_counts, in_axes=(0, None, 0, None, None))(
-        jax.random.split(k_noise, len(ks)), counts, epsilon / k, 1.0, "laplace")
+    noisy = jax.vmap(_noisy_counts, in_axes=(0, None, 0))(
+        jax.random.split(k_noise, len(ks)), counts, epsilon / k)
+    counts = counts.astype(jnp.float32)
     fallback_keys = jax.random.split(jax.random.fold_in(k_fallback, 1), len(ks))
     thetas = (
         jnp.broadcast_to(leaf_distribution(k_fallback, counts, "paper"), noisy.shape),
@@ -253,8 +260,8 @@ def fallback_share(data: harness.Data, split: harness.Split, seed: int, k: int, 
                                      jnp.asarray(data.y[split.train]),
                                      n_train=len(split.train))
     epsilon = jnp.float32(1000.0 / (len(split.train) + len(split.val)))
-    noisy = perturb_counts(jax.random.split(k_noise, len(ks))[ks.index(k)], counts,
-                           epsilon / jnp.float32(k), 1.0, "laplace")
+    noisy = _noisy_counts(jax.random.split(k_noise, len(ks))[ks.index(k)], counts,
+                          epsilon / jnp.float32(k))
     fallback = (noisy < 0).any(-1) | (noisy == 0).all(-1)
     at = jnp.take_along_axis(fallback, leaves, axis=1)[:k]
     occupied = jnp.take_along_axis(counts.sum(-1) > 0, leaves, axis=1)[:k]

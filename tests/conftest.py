@@ -8,14 +8,20 @@ deterministic: it either always passes or always fails on a given platform.
 from __future__ import annotations
 
 import functools
+import itertools
 from pathlib import Path
+from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
 
+import dpjax
+from dpjax.data import encode_labels
 from dpjax.ensembles import fit_random_trees
+from dpjax.learners import fit_static_args
 
 # Number of standard errors allowed by the statistical checks (two-sided p ~ 6e-7 per check).
 Z = 5.0
@@ -28,6 +34,42 @@ def binomial_tolerance(p: np.ndarray | float, n: int, z: float = Z) -> np.ndarra
     """``z`` standard errors of a frequency with success probability ``p`` over ``n`` draws."""
     p = np.asarray(p, float)
     return z * np.sqrt(p * (1.0 - p) / n)
+
+
+def pf_probabilities(utility: Any, sensitivity: float, epsilon: float) -> np.ndarray:
+    """Exact permute-and-flip probabilities (McKenna & Sheldon 2020) by brute force over the
+    ``2^n`` head sets: each candidate's coin is heads with probability
+    ``exp(eps (u_r - u*) / (2 Delta))`` (0 for ``-inf``), a head set ``S`` has probability
+    ``prod_S p_r prod_(not S) (1 - p_r)`` and the pick is uniform on ``S``."""
+    u = np.asarray(utility, np.float64)
+    finite = np.isfinite(u)
+    best = u[finite].max()
+    p = np.where(finite, np.exp(epsilon * (np.where(finite, u, best) - best)
+                                / (2.0 * sensitivity)), 0.0)
+    probs = np.zeros(len(p))
+    for heads in itertools.product([False, True], repeat=len(p)):
+        heads = np.asarray(heads)
+        if heads.any():
+            probs[heads] += np.prod(np.where(heads, p, 1.0 - p)) / heads.sum()
+    return probs
+
+
+def pf_probabilities_by_count(utility: Any, sensitivity: float, epsilon: float) -> np.ndarray:
+    """The same probabilities in ``O(n^2)`` for many candidates: ``P(r) = p_r E[1/(1 + K_r)]``
+    with ``K_r`` the number of heads among the other coins (a Poisson-binomial count)."""
+    u = np.asarray(utility, np.float64)
+    finite = np.isfinite(u)
+    best = u[finite].max()
+    p = np.where(finite, np.exp(epsilon * (np.where(finite, u, best) - best)
+                                / (2.0 * sensitivity)), 0.0)
+    probs = np.zeros(len(p))
+    for r in np.flatnonzero(p > 0):
+        count = np.array([1.0])
+        for i in np.flatnonzero(p > 0):
+            if i != r:
+                count = np.convolve(count, [1.0 - p[i], p[i]])
+        probs[r] = p[r] * np.sum(count / np.arange(1, len(count) + 1))
+    return probs
 
 
 def reference_leaf(feature: np.ndarray, threshold: np.ndarray, row: np.ndarray) -> int:
@@ -71,10 +113,34 @@ def forest_fn(n_trees: int, depth: int, n_classes: int, private: bool, **kwargs)
     """``fit_random_trees`` jitted for one static configuration over ``FOREST_CODES``.
 
     Cached, so every test module that uses a configuration shares one compilation (the suite's
-    run time is dominated by XLA compiles). Signature ``(key, codes, y[, epsilon])``.
+    run time is dominated by XLA compiles). Signature ``(key, codes, y[, epsilon]) -> (forest,
+    costs)`` (``costs`` is empty without DP).
     """
     fit = functools.partial(fit_random_trees, n_trees=n_trees, depth=depth,
                             n_codes_per_feature=FOREST_CODES, n_classes=n_classes, **kwargs)
     if private:
         return jax.jit(fit)
     return jax.jit(lambda key, codes, y: fit(key, codes, y, None))
+
+
+def learner_fit(model: dpjax.Model, X: Any, y: Any, key: Any, epsilon: float | None, *,
+                sensitivity: float = 1.0, size: float | None = None,
+                structure_key: jax.Array | None = None, **traced: Any) -> tuple[Any, Any]:
+    """``model``'s learner's pure ``fit`` called directly (jitted) on ``model``'s encoding of
+    ``(X, y)``, with ``model``'s static settings and its traced hyper-parameters overridden by
+    ``traced``: ``(params, costs)``. The independent reference for what ``dpjax.fit`` and
+    ``dpjax.sweep`` compute."""
+    learner = model.learner
+    static = fit_static_args(learner, model.hyperparams, model.spec, len(model.classes),
+                             sensitivity)
+    hyper = {**model.hyperparams, **traced}
+    values = {n: jnp.float32(learner.encode_traced(n, hyper[n])) for n in learner.traced}
+    extra: dict[str, Any] = {}
+    if learner.uses_size:
+        extra["size"] = None if size is None else jnp.float32(size)
+    if learner.shares_structure:
+        extra["structure_key"] = structure_key
+    y_index = jnp.asarray(encode_labels(y, model.classes)[0])
+    fit = jax.jit(functools.partial(learner.fit, **static))
+    return fit(dpjax.as_key(key), model.encode(X), y_index,
+               None if epsilon is None else jnp.float32(epsilon), **values, **extra)

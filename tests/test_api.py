@@ -11,13 +11,21 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import learner_fit
 
 import dpjax
-from dpjax.data import DataDependentWarning
+from dpjax.data import DataDependentWarning, OutOfBoundsWarning
 from dpjax.data.splits import stratified_split
-from dpjax.mechanisms import split_budget
 
 SMALL = dict(n_trees=3, depth=3)
+# every budget inside a fit is rounded down (float32) and each release reports the ε its exact
+# noise buys: a ledger spends within [ε (1 − SLACK), ε]
+SLACK = 2e-3
+
+
+def assert_spent(spent: float, epsilon: float) -> None:
+    assert spent <= epsilon
+    assert spent >= epsilon * (1 - SLACK)
 
 
 # --------------------------------------------------------------------------------------------
@@ -28,7 +36,7 @@ SMALL = dict(n_trees=3, depth=3)
 @pytest.fixture(scope="module")
 def banknote():
     X, y = dpjax.load_dataset("banknote")
-    return X, y, dpjax.data.public_bounds(X)
+    return X, y, dpjax.data.public_bounds("banknote")
 
 
 @pytest.fixture(scope="module")
@@ -78,34 +86,47 @@ def test_int_seed_and_typed_key_are_the_same(banknote, banknote_models):
             dpjax.as_key(bad)
 
 
+def test_as_key_keeps_all_64_bits():
+    """An int seed is the whole 64-bit threefry key: small seeds are unchanged, seeds that
+    differ only above bit 31 give different keys, and ints outside [0, 2**64) are refused."""
+    data = jax.random.key_data
+    np.testing.assert_array_equal(data(dpjax.as_key(5)), data(jax.random.key(5)))
+    np.testing.assert_array_equal(data(dpjax.as_key(2**40 + 5)), [2**8, 5])
+    np.testing.assert_array_equal(data(dpjax.as_key(2**64 - 1)), [2**32 - 1, 2**32 - 1])
+    assert not np.array_equal(data(dpjax.as_key(2**32 + 5)), data(dpjax.as_key(5)))
+    for bad in (-1, 2**64, -(2**70)):
+        with pytest.raises(ValueError, match="2\\*\\*64"):
+            dpjax.as_key(bad)
+    # None draws fresh OS entropy every time
+    assert not np.array_equal(data(dpjax.as_key(None)), data(dpjax.as_key(None)))
+
+
 # --------------------------------------------------------------------------------------------
 # The ledger never exceeds the budget
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("noise", ["laplace", "discrete_laplace"])
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
 @pytest.mark.parametrize("n_trees", [1, 3, 21])
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
-def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring, noise):
+def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring):
     X, y, bounds = toy_xy
     model = dpjax.fit(X, y, epsilon=epsilon, bounds=bounds, key=0, n_trees=n_trees, depth=2,
-                      neighbouring=neighbouring, noise=noise)
+                      neighbouring=neighbouring)
     ledger = model.privacy
     assert ledger.private
     assert ledger.requested_epsilon == epsilon
     assert ledger.neighbouring == neighbouring
-    assert ledger.epsilon <= epsilon
-    assert ledger.epsilon == pytest.approx(epsilon, rel=1e-12)
+    assert_spent(ledger.epsilon, epsilon)
     assert ledger.delta == 0.0
     (entry,) = ledger.entries
-    # one equal share per tree, the whole budget split uniformly (spec §3.2)
+    # one equal share per tree, the whole budget split uniformly (spec §3.2), rounded down
+    assert entry.what == "leaf class counts"
     assert entry.count == n_trees
-    assert entry.epsilon == split_budget(epsilon, n_trees)
+    assert_spent(entry.epsilon, epsilon / n_trees)
     assert entry.epsilon * n_trees <= epsilon
     sensitivity = {"add_remove": 1, "replace_one": 2}[neighbouring]
-    assert f"L1 sens. {sensitivity}" in entry.mechanism
-    assert ("discrete" in entry.mechanism) == (noise == "discrete_laplace")
+    assert entry.mechanism == f"discrete Laplace (L1 sens. {sensitivity})"
     chex.assert_shape([model.params.feature, model.params.threshold], (n_trees, 3))
     chex.assert_shape(model.params.leaf, (n_trees, 4, 2))
 
@@ -145,6 +166,26 @@ def test_classes_read_off_labels_are_not_private(toy_xy):
                          **SMALL)
     assert declared.privacy.private
     assert declared.privacy.epsilon <= 1.0
+    # numeric labels outside the default classes (0, 1) must be declared under DP
+    signs = np.where(y == 1, 1, -1)
+    with pytest.raises(ValueError, match="outside the default classes"):
+        dpjax.fit(X, signs, epsilon=1.0, bounds=bounds, key=0, **SMALL)
+    signed = dpjax.fit(X, signs, epsilon=1.0, bounds=bounds, key=0, classes=[-1, 1], **SMALL)
+    assert signed.privacy.private and signed.classes == (-1, 1)
+    # without DP they are inferred as before
+    assert dpjax.fit(X, signs, epsilon=None, bounds=bounds, key=0, **SMALL).classes == (-1, 1)
+
+
+def test_single_class_training_set_is_fine(toy_xy):
+    """A training set in which a declared (or default) class never occurs is no error (whether
+    it is would depend on one record): the class keeps its place, with a zero noisy count."""
+    X, y, bounds = toy_xy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)
+        model = dpjax.fit(X, np.ones_like(y), epsilon=1.0, bounds=bounds, key=0, **SMALL)
+    assert model.classes == (0, 1)
+    assert model.privacy.private
+    assert model.predict_proba(X).shape == (len(y), 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,7 +203,8 @@ def _bad_inputs(X, y, bounds):
         ("inf", dict(X=X_inf), r"'b'.*infinite"),
         ("1-D X", dict(X=X["a"].to_numpy()), "2-D"),
         ("lengths", dict(y=y[:-1]), "rows but y has"),
-        ("single class", dict(y=np.ones_like(y)), "single class"),
+        ("labels outside the default", dict(y=np.where(y == 1, 1, -1)),
+         "outside the default classes"),
         ("epsilon 0", dict(epsilon=0.0), "epsilon"),
         ("epsilon < 0", dict(epsilon=-1.0), "epsilon"),
         ("epsilon nan", dict(epsilon=float("nan")), "epsilon"),
@@ -176,8 +218,8 @@ def _bad_inputs(X, y, bounds):
         ("noise", dict(noise="gaussian"), "noise"),
         ("neighbouring", dict(neighbouring="swap"), "neighbouring"),
         ("no bounds", dict(bounds=None), "no public bounds"),
-        ("out of bounds", dict(bounds={"a": (0.0, 0.5), "b": (0.0, 1.0)}),
-         "outside its declared bounds"),
+        ("out of bounds", dict(bounds={"a": (0.0, 0.5), "b": (0.0, 1.0)},
+                               on_out_of_bounds="error"), "outside its declared bounds"),
     ]
 
 
@@ -190,6 +232,29 @@ def test_bad_inputs_raise_value_error(toy_xy, case):
     kwargs = dict(X=X, y=y, epsilon=1.0, bounds=bounds, key=0, **SMALL) | change
     with pytest.raises(ValueError, match=message):
         dpjax.fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
+
+
+def test_out_of_bounds_values_are_clipped_by_default(toy_xy):
+    """Values outside the declared bounds are clipped (with a warning that prints no value)
+    by default, at fit and at predict time; ``on_out_of_bounds="error"`` is the opt-in."""
+    X, y, _ = toy_xy
+    narrow = {"a": (0.0, 0.5), "b": (0.0, 1.0)}
+    with pytest.warns(OutOfBoundsWarning, match="'a'") as warned:
+        model = dpjax.fit(X, y, epsilon=1.0, bounds=narrow, key=0, **SMALL)
+    assert model.privacy.private  # clipping is data-independent post-processing
+    message = str(warned[0].message)
+    assert "[0, 0.5]" in message
+    assert not any(f"{v:.3}" in message for v in X["a"][X["a"] > 0.5])
+    clipped = X.assign(a=X["a"].clip(upper=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutOfBoundsWarning)  # values inside: no warning
+        codes = model.encode(clipped)
+    with pytest.warns(OutOfBoundsWarning):
+        np.testing.assert_array_equal(model.encode(X), codes)
+    strict = dpjax.fit(X.assign(a=X["a"] / 2), y, epsilon=1.0, bounds=narrow, key=0,
+                       on_out_of_bounds="error", **SMALL)
+    with pytest.raises(ValueError, match="outside its declared bounds"):
+        strict.predict(X)
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,8 +340,9 @@ def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
     for ledger, eps in zip(sweep.ledgers, SWEEP_EPS, strict=True):
         assert ledger.private
         assert ledger.requested_epsilon == eps
-        assert ledger.epsilon <= eps
-        assert ledger.entries[-1].epsilon == split_budget(eps, 3)
+        assert_spent(ledger.epsilon, eps)
+        assert ledger.entries[-1].count == 3
+        assert_spent(ledger.entries[-1].epsilon, eps / 3)
     proba = sweep.predict_proba(X)
     assert proba.shape == (2, 3, len(y), 2)
     np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-5)
@@ -284,18 +350,24 @@ def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
     assert sweep.model(1, 2).privacy is sweep.ledgers[1]
 
 
-def test_sweep_model_matches_fit_to_float_tolerance(toy_xy, toy_sweep):
-    """sweep.model(i, j) is dpjax.fit(key=seeds[j], epsilon=grid[i]): structures identical,
-    leaf distributions equal to float32 rounding (XLA fuses the epsilon-batched Laplace sampler
-    differently, which moves a few noisy counts by one ulp)."""
-    X, y, bounds = toy_xy
+def test_sweep_model_is_the_learner_fit_with_its_own_key(toy_xy, toy_sweep):
+    """sweep.model(i, j) is the learner's fit with key ``fold_in(seed_j, i)`` (its own noise)
+    and the seed's key as the structure key (data-independent splits, shared along the grid):
+    equal to float32 rounding, and its ledger is that fit's costs."""
+    X, y, _ = toy_xy
     for i, eps in enumerate(SWEEP_EPS):
         for j, seed in enumerate(toy_sweep.seeds):
-            model = dpjax.fit(X, y, epsilon=eps, bounds=bounds, key=seed, **SMALL)
-            swept = toy_sweep.model(i, j).params
-            np.testing.assert_array_equal(swept.feature, model.params.feature)
-            np.testing.assert_array_equal(swept.threshold, model.params.threshold)
-            np.testing.assert_allclose(swept.leaf, model.params.leaf, rtol=1e-5, atol=1e-6)
+            swept = toy_sweep.model(i, j)
+            params, costs = learner_fit(swept, X, y, jax.random.fold_in(dpjax.as_key(seed), i),
+                                        eps, structure_key=dpjax.as_key(seed))
+            np.testing.assert_array_equal(swept.params.feature, params.feature)
+            np.testing.assert_array_equal(swept.params.threshold, params.threshold)
+            np.testing.assert_allclose(swept.params.leaf, params.leaf, rtol=1e-5, atol=1e-6)
+            ledger = dpjax.PrivacyLedger(requested_epsilon=eps).with_costs(costs)
+            assert ledger.entries == swept.privacy.entries
+    # the structure is shared along the grid, the noise is not
+    np.testing.assert_array_equal(toy_sweep.params.feature[0], toy_sweep.params.feature[1])
+    assert not np.allclose(toy_sweep.params.leaf[0], toy_sweep.params.leaf[1])
 
 
 def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
@@ -305,12 +377,26 @@ def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
     assert sweep.seeds == (5, 9, 0)
     assert sweep.timings.compile_s == 0.0
     chex.assert_shape(sweep.params.feature, (2, 3, 3, 7))
-    model = dpjax.fit(X, y, epsilon=SWEEP_EPS[0], bounds=bounds, key=9, **SMALL)
-    np.testing.assert_array_equal(sweep.model(0, 1).params.feature, model.params.feature)
-    np.testing.assert_array_equal(sweep.model(1, 2).params.threshold,
-                                  toy_sweep.model(1, 0).params.threshold)
+    params, _ = learner_fit(sweep.model(0, 1), X, y, jax.random.fold_in(dpjax.as_key(9), 0),
+                            SWEEP_EPS[0], structure_key=dpjax.as_key(9))
+    np.testing.assert_array_equal(sweep.model(0, 1).params.feature, params.feature)
+    # seed 0 at index 2 is toy_sweep's seed 0 at index 0: the very same models
+    chex.assert_trees_all_equal(sweep.model(1, 2).params, toy_sweep.model(1, 0).params)
     with pytest.raises(ValueError, match="epsilon"):
         dpjax.sweep(X, y, epsilon=[1.0, 0.0], seeds=2, bounds=bounds, **SMALL)
+    for bad in (0, [], [1.5], True, "1"):
+        with pytest.raises(ValueError, match="seeds"):
+            dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=bad, bounds=bounds, **SMALL)
+
+
+def test_sweep_default_seed_is_fresh_entropy(toy_xy):
+    """``seeds=None`` (the default) fits one seed drawn from OS entropy: two sweeps differ."""
+    X, y, bounds = toy_xy
+    kwargs = dict(method="rf_laplace", epsilon=[1.0, 10.0], bounds=bounds, n_trees=3, depth=2)
+    first, second = dpjax.sweep(X, y, **kwargs), dpjax.sweep(X, y, **kwargs)
+    assert first.seeds == second.seeds == (None,)
+    chex.assert_shape(first.params.feature, (2, 1, 3, 3))
+    assert not np.array_equal(first.params.feature, second.params.feature)
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,12 +413,24 @@ def test_mixed_columns_with_missing_values():
     X = pd.DataFrame({"colour": pd.Categorical(colour, categories=["red", "green", "blue"]),
                       "size": size, "flag": rng.uniform(size=m) < 0.5})
     y = (colour == "red").astype(int)
-    model = dpjax.fit(X, y, epsilon=2.0, bounds={"size": (0, 10)}, missing=["size"], key=1,
-                      **SMALL)
+    bounds = {"size": (0, 10), "colour": ["red", "green", "blue"]}
+    model = dpjax.fit(X, y, epsilon=2.0, bounds=bounds, missing=["size"], key=1, **SMALL)
     assert model.privacy.private
-    np.testing.assert_array_equal(model.spec.n_codes, [3, 11, 2])
+    # categories + "other"; 10 bins + missing; bool + "other"
+    np.testing.assert_array_equal(model.spec.n_codes, [4, 11, 3])
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    # under DP a category dtype is no declaration: undeclared, its categories are read off the
+    # data (warned, not private)
+    with pytest.warns(DataDependentWarning, match="colour"):
+        undeclared = dpjax.fit(X, y, epsilon=2.0, bounds={"size": (0, 10)}, missing=["size"],
+                               key=1, **SMALL)
+    assert not undeclared.privacy.private
+    np.testing.assert_array_equal(undeclared.spec.n_codes, [4, 11, 3])
+    # an unseen category gets the "other" code at predict time
+    unseen = X.assign(colour=pd.Categorical(["purple"] * m))
+    with pytest.warns(OutOfBoundsWarning, match="colour"):
+        np.testing.assert_array_equal(model.encode(unseen)[:, 0], 3)
 
 
 @pytest.mark.parametrize(("given", "canonical"), [("substitute", "replace_one"),
@@ -345,7 +443,8 @@ def test_neighbouring_aliases(toy_xy, given, canonical):
     model = dpjax.fit(X, y, method="rf_laplace", epsilon=1.0, key=0, bounds=bounds,
                       neighbouring=given, n_trees=3, depth=2)
     assert model.privacy.neighbouring == canonical
-    assert f"sens. {2 if canonical == 'replace_one' else 1}" in model.privacy.entries[0].mechanism
+    assert model.privacy.entries[0].mechanism == (
+        f"discrete Laplace (L1 sens. {2 if canonical == 'replace_one' else 1})")
     with pytest.raises(ValueError, match="neighbouring"):
         dpjax.fit(X, y, method="rf_laplace", epsilon=1.0, key=0, bounds=bounds,
                   neighbouring="swap")
@@ -360,7 +459,7 @@ def test_sweep_reuses_compiled_program_with_new_data(toy_xy):
     first = dpjax.sweep(X, y, **kwargs)
     flipped = dpjax.sweep(X, 1 - y, **kwargs)
     assert flipped.timings.compile_s == 0.0  # the cached program was reused
-    fresh = dpjax.fit(X, 1 - y, method="rf_laplace", epsilon=10.0, key=1, bounds=bounds,
-                      n_trees=3, depth=2)
-    chex.assert_trees_all_close(flipped.model(1, 1).params, fresh.params, atol=1e-5)
+    fresh, _ = learner_fit(flipped.model(1, 1), X, 1 - y, jax.random.fold_in(dpjax.as_key(1), 1),
+                           10.0, structure_key=dpjax.as_key(1))
+    chex.assert_trees_all_close(flipped.model(1, 1).params, fresh, atol=1e-5)
     assert not np.allclose(first.params.leaf, flipped.params.leaf)

@@ -73,7 +73,7 @@ def test_value_exactly_at_bin_edge_opens_its_bin(dataset):
     """FeatureSpec.bin_edges documents ``code c <=> edges[c-1] <= x < edges[c]``: a value equal
     to an edge that the spec itself reports must get the upper bin, lo code 0, hi the last."""
     X, _ = load_dataset(dataset)
-    spec = make_feature_spec(X, public_bounds(X), n_bins=10)
+    spec = make_feature_spec(X, public_bounds(dataset), n_bins=10)
     for j, name in enumerate(spec.names):
         edges = spec.bin_edges(j)
         values = np.r_[spec.lower[j], edges, spec.upper[j]]
@@ -117,19 +117,35 @@ def test_bad_bounds_values():
 
 
 def test_categorical_codes_from_category_dtype():
+    """A category dtype's categories give the codes (plus one "other" code); without DP they
+    are public, under DP they are not a declaration (``astype("category")`` lists exactly the
+    values present): read off the data, with a warning."""
     X = pd.DataFrame({"c": pd.Categorical(["b", "a", "c", "b"], categories=["c", "b", "a"])})
-    spec, codes = spec_and_codes(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)
+        spec, codes = spec_and_codes(X, private=False)
     assert spec.categories == (("c", "b", "a"),)
     np.testing.assert_array_equal(codes[:, 0], [1, 2, 0, 1])
-    np.testing.assert_array_equal(spec.n_codes, [3])
+    np.testing.assert_array_equal(spec.n_values, [4])  # three categories and "other"
+    np.testing.assert_array_equal(spec.n_codes, [4])
     assert spec.from_data == ()
+    with pytest.warns(DataDependentWarning, match="NOT differentially private"):
+        private_spec, private_codes = spec_and_codes(X)
+    assert private_spec.categories == (("c", "b", "a"),)
+    assert private_spec.from_data == ("c",)
+    np.testing.assert_array_equal(private_codes, codes)
+    # declared through bounds, the same categories are public under DP
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)
+        declared, _ = spec_and_codes(X, {"c": ["c", "b", "a"]})
+    assert declared.from_data == ()
 
 
 def test_categorical_codes_from_declared_list():
     X = pd.DataFrame({"s": ["x", "y", "z", "x"]})
     spec, codes = spec_and_codes(X, {"s": ["z", "y", "x", "w"]})
     np.testing.assert_array_equal(codes[:, 0], [2, 1, 0, 2])
-    np.testing.assert_array_equal(spec.n_codes, [4])
+    np.testing.assert_array_equal(spec.n_codes, [5])  # four categories and "other"
     # a declared list overrides the category dtype
     Xc = pd.DataFrame({"s": pd.Categorical(["x", "y"])})
     _, codes = spec_and_codes(Xc, {"s": ["y", "x"]})
@@ -153,8 +169,11 @@ def test_categorical_column_rejects_numeric_bounds():
 
 def test_bool_columns():
     X = pd.DataFrame({"f": [True, False, True], "g": np.array([False, False, True])})
-    spec, codes = spec_and_codes(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)  # bool is a public domain
+        spec, codes = spec_and_codes(X)
     assert spec.categories == ((False, True), (False, True))
+    assert spec.from_data == ()
     np.testing.assert_array_equal(codes, [[1, 0], [0, 0], [1, 1]])
 
 
@@ -169,12 +188,12 @@ def test_missing_values_get_their_own_last_code(missing):
         "num": [0.0, np.nan, 10.0, 5.0],
         "cat": pd.Categorical(["b", "a", None, "c"], categories=["a", "b", "c"]),
     })
-    spec, codes = spec_and_codes(X, {"num": (0, 10)}, missing=missing)
+    spec, codes = spec_and_codes(X, {"num": (0, 10), "cat": ["a", "b", "c"]}, missing=missing)
     assert spec.missing == (True, True)
-    np.testing.assert_array_equal(spec.n_values, [10, 3])
-    np.testing.assert_array_equal(spec.n_codes, [11, 4])
+    np.testing.assert_array_equal(spec.n_values, [10, 4])  # categories + "other"
+    np.testing.assert_array_equal(spec.n_codes, [11, 5])
     np.testing.assert_array_equal(codes[:, 0], [0, 10, 9, 5])
-    np.testing.assert_array_equal(codes[:, 1], [1, 0, 3, 2])
+    np.testing.assert_array_equal(codes[:, 1], [1, 0, 4, 2])  # missing: the last code
 
 
 def test_missing_declared_for_some_columns_only():
@@ -196,9 +215,10 @@ def test_undeclared_nan_is_an_error_naming_the_column(column):
         "cat": pd.Categorical(["a", "b", "a"], categories=["a", "b"]),
     })
     X.loc[1, column] = np.nan
-    spec = make_feature_spec(X, {"num": (0, 2)})
-    with pytest.raises(ValueError, match=f"'{column}'.*missing"):
+    spec = make_feature_spec(X, {"num": (0, 2), "cat": ["a", "b"]})
+    with pytest.raises(ValueError, match=f"'{column}'.*missing") as error:
         encode(spec, X)
+    assert not any(ch.isdigit() for ch in str(error.value).split(".")[0])  # no count
 
 
 def test_inf_is_an_error():
@@ -212,29 +232,45 @@ def test_inf_is_an_error():
 
 
 def test_out_of_bounds_error_and_clip():
+    """Clipping (with a warning) is the default; ``"error"`` raises. Neither message prints a
+    value or a count (they are the private data)."""
     X = pd.DataFrame({"x": [-1.0, 0.5, 3.0]})
     spec = make_feature_spec(X, {"x": (0.0, 1.0)})
-    with pytest.raises(ValueError, match="'x'.*outside its declared bounds"):
-        encode(spec, X)
-    with pytest.warns(OutOfBoundsWarning, match="'x'"):
-        codes = encode(spec, X, on_out_of_bounds="clip")
+    with pytest.raises(ValueError, match="'x'.*outside its declared bounds") as error:
+        encode(spec, X, on_out_of_bounds="error")
+    with pytest.warns(OutOfBoundsWarning, match="'x'.*outside its declared bounds") as warned:
+        codes = encode(spec, X)
     np.testing.assert_array_equal(codes[:, 0], [0, 5, 9])
+    with pytest.warns(OutOfBoundsWarning, match="'x'"):
+        np.testing.assert_array_equal(encode(spec, X, on_out_of_bounds="clip"), codes)
+    for message in (str(error.value), str(warned[0].message)):
+        assert "column 'x' has values outside its declared bounds [0, 1]" in message
+        for leaked in ("-1", "3", "2 value"):
+            assert leaked not in message, message
     with pytest.raises(ValueError, match="on_out_of_bounds"):
         encode(spec, X, on_out_of_bounds="ignore")
 
 
 def test_unknown_category_handling():
+    """An unknown category gets the feature's "other" code (after the declared ones) with a
+    warning by default, or raises with ``"error"``; neither message prints the value."""
     X = pd.DataFrame({"s": ["x", "y", "q"]})
     spec = make_feature_spec(X, {"s": ["x", "y"]})
-    with pytest.raises(ValueError, match="'s'.*outside its declared categories"):
-        encode(spec, X)
-    # clipping needs somewhere to put it: without a missing code it is still an error
-    with pytest.raises(ValueError, match="'s'"):
-        encode(spec, X, on_out_of_bounds="clip")
-    spec = make_feature_spec(X, {"s": ["x", "y"]}, missing=["s"])
-    with pytest.warns(OutOfBoundsWarning, match="'s'"):
-        codes = encode(spec, X, on_out_of_bounds="clip")
+    np.testing.assert_array_equal(spec.n_codes, [3])
+    with pytest.raises(ValueError, match="'s'.*outside its declared categories") as error:
+        encode(spec, X, on_out_of_bounds="error")
+    assert "'q'" not in str(error.value)
+    with pytest.warns(OutOfBoundsWarning, match="'s'.*outside its declared categories") as warned:
+        codes = encode(spec, X)
+    assert "'q'" not in str(warned[0].message)
     np.testing.assert_array_equal(codes[:, 0], [0, 1, 2])
+    # with a missing code too: "other" is code 2, missing (NaN) the last code 3
+    spec = make_feature_spec(X, {"s": ["x", "y"]}, missing=["s"])
+    np.testing.assert_array_equal(spec.n_codes, [4])
+    with pytest.warns(OutOfBoundsWarning, match="'s'"):
+        codes = encode(spec, pd.DataFrame({"s": ["x", "y", "q", None]}),
+                       on_out_of_bounds="clip")
+    np.testing.assert_array_equal(codes[:, 0], [0, 1, 2, 3])
 
 
 def test_encode_checks_columns():
@@ -259,12 +295,14 @@ def test_bounds_from_data_warns_and_lists_columns():
         spec = make_feature_spec(X, "data")
     assert spec.from_data == ("a", "b", "s")
     assert (spec.lower[0], spec.upper[0]) == (1.0, 3.0)
-    # a category dtype (or bool) carries public categories: not listed as data-dependent
-    Xc = X.assign(s=pd.Categorical(["u", "v"], categories=["u", "v", "w"]))
-    with pytest.warns(DataDependentWarning, match="2 column"):
+    # under DP a category dtype is no declaration (it counts as read off the data, with its
+    # dtype's categories); a bool column's domain is public: not listed as data-dependent
+    Xc = X.assign(s=pd.Categorical(["u", "v"], categories=["u", "v", "w"]), f=[True, False])
+    with pytest.warns(DataDependentWarning, match="3 column"):
         spec = make_feature_spec(Xc, "data")
-    assert spec.from_data == ("a", "b")
+    assert spec.from_data == ("a", "b", "s")
     assert spec.categories[2] == ("u", "v", "w")
+    assert spec.categories[3] == (False, True)
 
 
 def test_non_private_spec_takes_bounds_from_data_silently():
@@ -302,15 +340,21 @@ def test_bounds_as_tuple_of_arrays():
 def test_bounds_as_dict_with_tuples_and_category_lists():
     X = pd.DataFrame({"age": [20.0, 60.0], "colour": ["red", "blue"],
                       "size": pd.Categorical(["S", "L"], categories=["S", "M", "L"])})
-    bounds = {"age": (0, 100), "colour": ["blue", "green", "red"]}
+    bounds = {"age": (0, 100), "colour": ["blue", "green", "red"], "size": ["S", "M", "L"]}
     spec, codes = spec_and_codes(X, bounds, n_bins=5)
     assert spec.categories == (None, ("blue", "green", "red"), ("S", "M", "L"))
     np.testing.assert_array_equal(codes, [[1, 2, 0], [3, 0, 2]])
     assert spec.from_data == ()
     # integer keys address columns by position
-    spec_pos = make_feature_spec(X, {0: (0, 100), "colour": ["blue", "green", "red"]},
-                                 n_bins=5)
+    spec_pos = make_feature_spec(X, {0: (0, 100), "colour": ["blue", "green", "red"],
+                                     "size": ["S", "M", "L"]}, n_bins=5)
     assert spec_pos == spec
+    # the category dtype left undeclared: same codes, but read off the data under DP
+    with pytest.warns(DataDependentWarning, match="size"):
+        undeclared = make_feature_spec(X, {"age": (0, 100), "colour": ["blue", "green", "red"]},
+                                       n_bins=5)
+    assert undeclared.from_data == ("size",)
+    np.testing.assert_array_equal(encode(undeclared, X), codes)
 
 
 def test_one_dimensional_X_is_rejected():
@@ -330,13 +374,14 @@ def test_one_dimensional_X_is_rejected():
 @pytest.mark.parametrize(("y", "classes", "index"), [
     (np.array([0, 1, 1, 0]), (0, 1), [0, 1, 1, 0]),
     (np.array([1, 1, 0]), (0, 1), [1, 1, 0]),
-    (np.array([-1, 1, 1]), (-1, 1), [0, 1, 1]),
+    (np.array([1, 1, 1]), (0, 1), [1, 1, 1]),       # the domain, not the values present
     (np.array([1.0, 0.0]), (0, 1), [1, 0]),
     (np.array([True, False, True]), (False, True), [1, 0, 1]),
-    (pd.Series(pd.Categorical(["u", "v", "u"], categories=["v", "u", "w"])), ("v", "u", "w"),
-     [1, 0, 1]),
+    (np.array([True, True]), (False, True), [1, 1]),
 ])
 def test_public_class_inference(y, classes, index):
+    """Under DP the class list comes from the labels' type alone: ``(0, 1)`` for numbers,
+    ``(False, True)`` for booleans."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
         y_index, got, from_data = encode_labels(y)
@@ -345,6 +390,44 @@ def test_public_class_inference(y, classes, index):
     assert y_index.dtype == np.int32
     np.testing.assert_array_equal(y_index, index)
     assert infer_classes(y) == (classes, False)
+    assert encode_labels(y, private=True)[1] == classes
+
+
+@pytest.mark.parametrize(("y", "classes", "index"), [
+    (np.array([0, 1, 1, 0]), (0, 1), [0, 1, 1, 0]),
+    (np.array([-1, 1, 1]), (-1, 1), [0, 1, 1]),
+    (np.array([3, 1, 2, 1]), (1, 2, 3), [2, 0, 1, 0]),
+    (pd.Series(pd.Categorical(["u", "v", "u"], categories=["v", "u", "w"])), ("v", "u", "w"),
+     [1, 0, 1]),
+])
+def test_non_private_class_inference(y, classes, index):
+    """Without DP the classes are inferred as before (a category dtype's categories, the
+    standard binary domains, else the sorted labels), silently."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDependentWarning)
+        y_index, got, from_data = encode_labels(y, private=False)
+    assert got == classes
+    assert from_data is False
+    np.testing.assert_array_equal(y_index, index)
+    assert infer_classes(y, private=False) == (classes, False)
+
+
+def test_private_labels_outside_the_default_classes_raise_or_must_be_declared():
+    """Under DP numeric labels outside the default ``(0, 1)`` are an error (the domain may not
+    be read off the values); declaring the classes fixes it. A category dtype is no
+    declaration: its categories are read off the data (warned)."""
+    for y in (np.array([-1, 1, 1]), np.array([0, 1, 2])):
+        with pytest.raises(ValueError, match="outside the default classes") as error:
+            encode_labels(y)
+        assert "classes=" in str(error.value)
+    y_index, classes, from_data = encode_labels(np.array([-1, 1, 1]), classes=[-1, 1])
+    assert classes == (-1, 1) and from_data is False
+    np.testing.assert_array_equal(y_index, [0, 1, 1])
+    categorical = pd.Series(pd.Categorical(["u", "v", "u"], categories=["v", "u", "w"]))
+    with pytest.warns(DataDependentWarning, match="classes"):
+        _, classes, from_data = encode_labels(categorical)
+    assert from_data is True
+    assert infer_classes(categorical)[1] is True
 
 
 def test_classes_inferred_from_data_warn():
@@ -360,12 +443,16 @@ def test_classes_inferred_from_data_warn():
 
 
 def test_encode_labels_errors():
-    with pytest.raises(ValueError, match="outside the declared classes"):
+    with pytest.raises(ValueError, match="outside the declared classes") as error:
         encode_labels(np.array([1, 2, 3]), classes=[1, 2])
-    with pytest.raises(ValueError, match="single class"):
-        encode_labels(np.array([1, 1, 1]))
-    with pytest.raises(ValueError, match="single class"):
-        encode_labels(np.array(["a", "a"]), classes=["a", "b"])
+    assert "[3]" not in str(error.value)  # the offending label is not printed
+    # a single class in y is no error: the declared (or default) classes stand
+    y_index, classes, _ = encode_labels(np.array([1, 1, 1]))
+    assert classes == (0, 1)
+    np.testing.assert_array_equal(y_index, [1, 1, 1])
+    y_index, classes, _ = encode_labels(np.array(["a", "a"]), classes=["a", "b"])
+    assert classes == ("a", "b")
+    np.testing.assert_array_equal(y_index, [0, 0])
     with pytest.raises(ValueError, match="at least two"):
         encode_labels(np.array(["a", "a"]), classes=["a"])
     with pytest.raises(ValueError, match="missing label"):
@@ -375,7 +462,10 @@ def test_encode_labels_errors():
     with pytest.raises(ValueError, match="1-D"):
         encode_labels(np.array([[0, 1], [1, 0]]))
     with pytest.raises(ValueError, match="1-D"):
-        encode_labels(pd.DataFrame({"y": [0, 1]}))
+        encode_labels(pd.DataFrame({"y": [0, 1], "z": [1, 0]}))
+    # a one-column frame (or column vector) is a 1-D y
+    np.testing.assert_array_equal(encode_labels(pd.DataFrame({"y": [0, 1]}))[0], [0, 1])
+    np.testing.assert_array_equal(encode_labels(np.array([[1], [0]]))[0], [1, 0])
     with pytest.raises(ValueError, match="empty"):
         encode_labels(np.array([], dtype=int))
 
@@ -401,7 +491,7 @@ def test_embedded_datasets(name, shape, positives, monkeypatch):
     assert set(np.unique(y)) == {0, 1}
     assert int(y.sum()) == positives
     assert all(X[c].dtype == np.float64 for c in X.columns)
-    bounds = public_bounds(X)
+    bounds = public_bounds(name)
     assert set(bounds) == set(X.columns)
     for column, (lo, hi) in bounds.items():
         assert lo == X[column].min()
@@ -411,12 +501,26 @@ def test_embedded_datasets(name, shape, positives, monkeypatch):
 def test_breastwisc_missing_column_and_fit_spec(monkeypatch):
     monkeypatch.delenv("DPJAX_DATA", raising=False)
     X, _ = load_dataset("breastwisc")
-    assert missing_columns(X) == ["bare_nuclei"]
+    assert missing_columns("breastwisc") == ["bare_nuclei"]
     assert int(X["bare_nuclei"].isna().sum()) == 16
-    spec = make_feature_spec(X, public_bounds(X), missing=missing_columns(X))
+    spec = make_feature_spec(X, public_bounds("breastwisc"),
+                             missing=missing_columns("breastwisc"))
     codes = encode(spec, X)
     j = spec.names.index("bare_nuclei")
     assert int((codes[:, j] == spec.n_values[j]).sum()) == 16
+
+
+def test_schema_helpers_take_a_registered_name_not_data(monkeypatch):
+    """Bounds computed from a (possibly private) frame are not public: the schema helpers only
+    take the name of a registered dataset, whose full published file they read."""
+    monkeypatch.delenv("DPJAX_DATA", raising=False)
+    X, _ = load_dataset("banknote")
+    for helper in (public_bounds, missing_columns):
+        with pytest.raises(TypeError, match="registered dataset"):
+            helper(X)
+    # the schema is the full file's, whatever subset one trains on
+    assert public_bounds("banknote") == {c: (X[c].min(), X[c].max()) for c in X.columns}
+    assert missing_columns("banknote") == []
 
 
 def test_unknown_dataset():
@@ -456,8 +560,9 @@ def test_shared_datasets(name, shape, positives, categorical, missing):
     assert int(y.sum()) == positives
     n_cat = sum(isinstance(X[c].dtype, pd.CategoricalDtype) for c in X.columns)
     assert n_cat == categorical
-    assert len(missing_columns(X)) == missing
-    spec = make_feature_spec(X, public_bounds(X), missing=missing_columns(X))
+    assert len(missing_columns(name, data_dir=SHARED_DATASETS)) == missing
+    spec = make_feature_spec(X, public_bounds(name, data_dir=SHARED_DATASETS),
+                             missing=missing_columns(name, data_dir=SHARED_DATASETS))
     codes = encode(spec, X)
     assert codes.shape == shape
     assert np.all(codes < spec.n_codes[None, :])

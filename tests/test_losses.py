@@ -10,6 +10,7 @@ import pytest
 from dpjax.losses import (
     bayes_risk,
     canonical_link,
+    clamped_split_risk,
     gini_impurity,
     gini_risk,
     inverse_link,
@@ -316,6 +317,37 @@ def test_split_risk_sensitivity_bound_on_random_neighbours():
         crit_neighbours = split_risk(neighbours[:, :, 0], neighbours[:, :, 1], alphas[:, None])
         change = np.abs(crit_neighbours - crit[:, None]).max(1)
         assert np.all(change <= split_sensitivity(ms, alphas))
+
+
+def test_clamped_split_risk_sensitivity_holds_for_any_sample_size():
+    """Under DP the row count is private, so the criterion clamps the children's class sums to
+    a public size ``ñ``: ``|crit_ñ(S') − crit_ñ(S)| <= Δ^(α)(ñ)`` for add/remove-one neighbours
+    whatever ``m`` (here up to 30 times ``ñ``); with ``ñ >= m`` nothing is clamped and it is
+    ``split_risk``."""
+    rng = np.random.default_rng(2025)
+    n = 4000
+    ms = rng.integers(1, 900, n)
+    unit = np.arange(n) % 4 == 0
+    stats = np.stack([_random_node(rng, m, u) for m, u in zip(ms, unit, strict=True)])
+    alphas = np.where(rng.uniform(size=n) < 0.2, rng.integers(0, 2, n), rng.uniform(size=n))
+    sizes = rng.integers(1, 300, n).astype(float)
+    weight = np.where(unit, 1.0, 1.0 - rng.uniform(size=n))
+    neighbours = stats[:, None] + weight[:, None, None, None] * np.eye(4).reshape(4, 2, 2)
+    with jax.enable_x64(True):
+        crit = clamped_split_risk(stats[:, 0], stats[:, 1], alphas, sizes[:, None])
+        crit_neighbours = clamped_split_risk(neighbours[:, :, 0], neighbours[:, :, 1],
+                                             alphas[:, None], sizes[:, None, None])
+        change = np.abs(crit_neighbours - crit[:, None]).max(1)
+        assert np.all(change <= split_sensitivity(sizes, alphas))
+        assert (ms > 2 * sizes).mean() > 0.5  # most samples are far larger than the size
+        big = np.full(n, 1e6)
+        np.testing.assert_array_equal(
+            clamped_split_risk(stats[:, 0], stats[:, 1], alphas, big[:, None]),
+            split_risk(stats[:, 0], stats[:, 1], alphas))
+        np.testing.assert_allclose(
+            clamped_split_risk(stats[:, 0], stats[:, 1], alphas, sizes[:, None]),
+            split_risk(np.minimum(stats[:, 0], sizes[:, None]),
+                       np.minimum(stats[:, 1], sizes[:, None]), alphas), rtol=1e-12)
 
 
 def test_split_sensitivity_is_nearly_attained():

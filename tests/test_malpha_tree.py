@@ -9,10 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import binomial_tolerance, reference_leaf
+from conftest import binomial_tolerance, pf_probabilities_by_count, reference_leaf
 
-from dpjax.losses import gini_split_score, split_risk
-from dpjax.mechanisms import exponential_mechanism
+from dpjax.losses import gini_split_score, split_risk, split_sensitivity
 from dpjax.trees import (
     GrownTree,
     class_stats,
@@ -22,6 +21,7 @@ from dpjax.trees import (
     split_level_epsilons,
     valid_thresholds,
 )
+from dpjax.trees.malpha import WEIGHT_UNIT
 
 N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
 N_VALID = int((N_CODES - 1).sum())  # valid (feature, threshold) candidates per node
@@ -29,25 +29,31 @@ M = 300
 
 
 def make_problem(seed: int, m: int = M) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Codes on ``N_CODES``, weights in (0, 1], labels from feature 4 with 20% noise."""
+    """Codes on ``N_CODES``, weights in (0, 1], labels from feature 4 with 20% noise. The
+    weights lie on the fixed-point grid of private trees (multiples of ``2**-WEIGHT_BITS``), so
+    private and non-private trees see the very same class sums."""
     rng = np.random.default_rng(seed)
     codes = np.stack([rng.integers(0, c, m) for c in N_CODES], axis=1).astype(np.uint8)
     y = ((codes[:, 4] > 5) ^ (rng.uniform(size=m) < 0.2)).astype(np.int32)
-    weights = rng.uniform(0.05, 1.0, m).astype(np.float32)
-    return jnp.asarray(codes), jnp.asarray(weights), jnp.asarray(y)
+    weights = np.floor(rng.uniform(0.05, 1.0, m) * WEIGHT_UNIT) / WEIGHT_UNIT
+    return jnp.asarray(codes), jnp.asarray(weights, jnp.float32), jnp.asarray(y)
 
 
 @functools.cache
 def grow_fn(depth: int, private: bool):
     """Jitted ``grow_malpha_tree`` vmapped over ``(key, alpha[, epsilon])`` (one compile per
-    configuration, shared by the tests)."""
+    configuration, shared by the tests); private trees take the public size ``M`` (the row
+    count of ``make_problem``). Returns the tree only (the costs are checked below)."""
     if private:
         def grow(key, codes, weights, y, alpha, eps):
-            return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, eps)
+            return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, eps,
+                                    size=M)[0]
         return jax.jit(jax.vmap(grow, in_axes=(0, None, None, None, 0, 0)))
 
     def grow_exact(key, codes, weights, y, alpha):
-        return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, None)
+        tree, costs = grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, None)
+        assert costs == {}
+        return tree
     return jax.jit(jax.vmap(grow_exact, in_axes=(0, None, None, None, 0)))
 
 
@@ -84,26 +90,72 @@ def test_split_level_epsilons_follow_eq_18_and_sum_to_the_tree_budget(depth):
     np.testing.assert_allclose(levels[1], 2 * levels[0], rtol=1e-6)
 
 
-def test_private_tree_uses_per_level_budget_and_sensitivity(monkeypatch):
-    """Each level's nodes draw with budget eps/(d*2^k) (eq. (18)) and sensitivity
-    multiplier * Delta^(alpha)(m_public); the draws of the whole tree spend eps."""
-    calls = []
-
-    def recording_mechanism(key, utility, sensitivity, epsilon):
-        calls.append((utility.shape[0], float(np.unique(sensitivity).item()), float(epsilon)))
-        return exponential_mechanism(key, utility, sensitivity, epsilon)
-
-    monkeypatch.setattr("dpjax.trees.malpha.exponential_mechanism", recording_mechanism)
+def test_private_tree_uses_per_level_budget():
+    """Each level's nodes draw with budget eps/(d*2^k) (eq. (18)), one selection per node, as
+    the costs report; the selections of the whole tree spend eps. The label names the doubled
+    (replace-one) sensitivity on the public size."""
     codes, weights, y = make_problem(3)
-    depth, alpha, eps, m_public, multiplier = 3, 0.4, 0.9, 1000, 2.0
-    grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha, eps,
-                     sensitivity_multiplier=multiplier, m_public=m_public)
-    n_nodes, sensitivity, epsilon = map(np.array, zip(*calls, strict=True))
-    np.testing.assert_array_equal(n_nodes, [1, 2, 4])
-    np.testing.assert_allclose(sensitivity, 2 * (3 + 2 * alpha * (np.sqrt(m_public) - 1)),
-                               rtol=1e-6)
-    np.testing.assert_allclose(epsilon, [eps / (depth * 2**k) for k in range(depth)], rtol=1e-6)
-    np.testing.assert_allclose((n_nodes * epsilon).sum(), eps, rtol=1e-6)
+    depth, alpha, eps, size, multiplier = 3, 0.4, 0.9, 1000, 2.0
+    _, costs = jax.jit(lambda key: grow_malpha_tree(
+        key, codes, weights, y, depth, N_CODES, alpha, eps, size=size,
+        sensitivity_multiplier=multiplier))(jax.random.key(0))
+    assert list(costs) == [f"splits at depth {k}" for k in range(depth)]
+    for k in range(depth):
+        cost = costs[f"splits at depth {k}"]
+        assert cost.mechanism == "permute-and-flip (sens. 2·Δ^(α)(ñ))"
+        chex.assert_shape(cost.epsilon, (2**k,))
+        np.testing.assert_allclose(cost.epsilon, eps / (depth * 2**k), rtol=1e-6)
+        np.testing.assert_array_equal(cost.delta, 0.0)
+    spent = sum(np.asarray(c.epsilon, np.float64).sum() for c in costs.values())
+    np.testing.assert_allclose(spent, eps, rtol=1e-6)
+
+
+def test_private_tree_needs_the_public_size():
+    codes, weights, y = make_problem(3, 20)
+    with pytest.raises(ValueError, match="size"):
+        grow_malpha_tree(jax.random.key(0), codes, weights, y, 1, N_CODES, 0.5, 1.0)
+
+
+def root_split_probabilities(codes, weights, y, alpha, size, sensitivity, eps) -> np.ndarray:
+    """Exact permute-and-flip probabilities of the root's flat ``feature * 10 + threshold``
+    choice: utility ``-crit_alpha`` of the children's class sums clamped to the public size
+    ``size`` (numpy partition sums), sensitivity ``sensitivity``, invalid candidates ``-inf``."""
+    codes, stats = np.asarray(codes), np.asarray(class_stats(weights, y), np.float64)
+    assert np.array_equal(stats * WEIGHT_UNIT, np.round(stats * WEIGHT_UNIT))  # fixed point
+    valid = np.asarray(valid_thresholds(N_CODES, 10))
+    utility = np.full(valid.size, -np.inf)
+    for feature, threshold in zip(*np.nonzero(valid), strict=True):
+        left = stats[codes[:, feature] <= threshold].sum(0)
+        right = stats[codes[:, feature] > threshold].sum(0)
+        utility[feature * 10 + threshold] = -float(split_risk(
+            np.minimum(left, size), np.minimum(right, size), alpha))
+    return pf_probabilities_by_count(utility, sensitivity, eps)
+
+
+def test_private_root_split_distribution():
+    """The root's split is permute-and-flip on ``-crit_alpha`` of the class sums clamped to the
+    public size ``ñ`` (here below the sums, so the clamp bites), with sensitivity
+    ``multiplier * Delta^(alpha)(ñ)`` and the tree's first-level budget: frequencies over many
+    keys match the exact probabilities; the unclamped criterion or the undoubled sensitivity
+    would be told apart."""
+    codes, weights, y = make_problem(12)
+    alpha, size, multiplier, eps, n_keys = 0.4, 25.0, 2.0, 3.0, 4000
+    sensitivity = multiplier * float(split_sensitivity(size, alpha))
+    grow = jax.jit(jax.vmap(lambda key: grow_malpha_tree(
+        key, codes, weights, y, 1, N_CODES, alpha, eps, size=size,
+        sensitivity_multiplier=multiplier)[0]))
+    tree = grow(jax.random.split(jax.random.key(13), n_keys))
+    choice = np.asarray(tree.feature[:, 0]) * 10 + np.asarray(tree.threshold[:, 0])
+    freq = np.bincount(choice, minlength=10 * len(N_CODES)) / n_keys
+    expected = root_split_probabilities(codes, weights, y, alpha, size, sensitivity, eps)
+    assert expected.max() < 0.9 and (expected > 0.02).sum() >= 3  # a spread-out choice
+    np.testing.assert_array_less(np.abs(freq - expected),
+                                 binomial_tolerance(expected, n_keys) + 1e-12)
+    # the test has power against the wrong clamp or sensitivity
+    for wrong in (root_split_probabilities(codes, weights, y, alpha, np.inf, sensitivity, eps),
+                  root_split_probabilities(codes, weights, y, alpha, size, sensitivity / 2,
+                                           eps)):
+        assert np.any(np.abs(freq - wrong) > 2 * binomial_tolerance(wrong, n_keys) + 1e-12)
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +186,7 @@ def test_root_not_split_without_dp(case, labels):
     if case == "unsplittable":  # every example has the same codes: no split separates them
         codes = jnp.broadcast_to(codes[:1], codes.shape)
     y = jnp.zeros(40, jnp.int32) if labels == "zeros" else jnp.arange(40, dtype=jnp.int32) % 2
-    tree = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, N_CODES, 1.0, None)
+    tree, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, N_CODES, 1.0, None)
     np.testing.assert_array_equal(tree.threshold, frozen_threshold(np.asarray(tree.feature)))
     np.testing.assert_array_equal(tree.example_leaf, 0)
     np.testing.assert_allclose(tree.leaf_stats[0], class_stats(weights, y).sum(0), rtol=1e-6)
@@ -146,7 +198,8 @@ def test_non_private_nodes_split_iff_impure_and_splittable():
     crit over the candidates that leave both children non-empty (ties to the lowest index)."""
     codes, weights, y = make_problem(2, 120)
     alpha, depth = 0.3, 4
-    tree = grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha, None)
+    tree, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha,
+                               None)
     tree = jax.tree.map(np.asarray, tree)
     stats = np.asarray(class_stats(weights, y), np.float64)
     codes_np, valid = np.asarray(codes), np.asarray(valid_thresholds(N_CODES, 10))
@@ -208,7 +261,8 @@ def test_private_tree_is_complete_even_on_pure_data():
     """No purity test under DP (§2.3): every node gets a real split, even pure or empty ones."""
     codes, weights, _ = make_problem(8, 60)
     y = jnp.zeros(60, jnp.int32)
-    tree = grow_malpha_tree(jax.random.key(1), codes, weights, y, 3, N_CODES, 1.0, 1.0)
+    tree, _ = jax.jit(lambda key: grow_malpha_tree(key, codes, weights, y, 3, N_CODES, 1.0, 1.0,
+                                                   size=60))(jax.random.key(1))
     valid = np.asarray(valid_thresholds(N_CODES, 10))
     assert valid[np.asarray(tree.feature), np.asarray(tree.threshold)].all()
     assert len(np.unique(tree.example_leaf)) > 1
@@ -227,16 +281,24 @@ class MalphaTreeTest(chex.TestCase):
         depth = 3
         for eps in (None, 1.0):
             grow = self.variant(lambda k, c, w, yy, a, e=eps: grow_malpha_tree(
-                k, c, w, yy, depth, N_CODES, a, e))
-            tree = grow(jax.random.key(0), codes, weights, y, 0.5)
+                k, c, w, yy, depth, N_CODES, a, e, size=50))
+            tree, costs = grow(jax.random.key(0), codes, weights, y, 0.5)
             assert isinstance(tree, GrownTree)
+            assert len(costs) == (0 if eps is None else depth)
             chex.assert_shape([tree.feature, tree.threshold], (2**depth - 1,))
             chex.assert_shape(tree.example_leaf, (50,))
             chex.assert_shape(tree.leaf_stats, (2**depth, 2))
             chex.assert_type([tree.feature, tree.threshold, tree.example_leaf], jnp.int32)
-            chex.assert_type(tree.leaf_stats, jnp.float32)
-            np.testing.assert_allclose(tree.leaf_stats.sum(0), class_stats(weights, y).sum(0),
-                                       rtol=1e-5)
+            if eps is None:
+                chex.assert_type(tree.leaf_stats, jnp.float32)
+                np.testing.assert_allclose(tree.leaf_stats.sum(0),
+                                           class_stats(weights, y).sum(0), rtol=1e-5)
+            else:  # exact int32 fixed-point sums, in units of 2**-WEIGHT_BITS
+                chex.assert_type(tree.leaf_stats, jnp.int32)
+                np.testing.assert_array_equal(
+                    tree.leaf_stats.sum(0), class_stats(weights, y, fixed_point=True).sum(0))
+                np.testing.assert_allclose(np.asarray(tree.leaf_stats.sum(0)) / WEIGHT_UNIT,
+                                           class_stats(weights, y).sum(0), rtol=1e-6)
             np.testing.assert_array_equal(tree.example_leaf,
                                           leaf_index(tree.feature, tree.threshold, codes))
 
@@ -246,14 +308,17 @@ class MalphaTreeTest(chex.TestCase):
         alphas, epsilons = jnp.array([0.1, 1.0]), jnp.array([0.5, 50.0])
 
         def grow(key, alpha, eps):
-            return grow_malpha_tree(key, codes, weights, y, 2, N_CODES, alpha, eps)
+            return grow_malpha_tree(key, codes, weights, y, 2, N_CODES, alpha, eps, size=80)
 
         over_budgets = jax.vmap(jax.vmap(grow, in_axes=(None, 0, 0)), in_axes=(0, None, None))
-        trees = jax.jit(over_budgets)(keys, alphas, epsilons)
+        trees, costs = jax.jit(over_budgets)(keys, alphas, epsilons)
+        chex.assert_shape(costs["splits at depth 1"].epsilon, (4, 2, 2))
+        np.testing.assert_allclose(costs["splits at depth 1"].epsilon[:, :, 0],
+                                   np.broadcast_to(epsilons / 4, (4, 2)), rtol=1e-6)
         chex.assert_shape([trees.feature, trees.threshold], (4, 2, 3))
         chex.assert_shape(trees.example_leaf, (4, 2, 80))
         chex.assert_shape(trees.leaf_stats, (4, 2, 4, 2))
-        single = grow(keys[2], alphas[1], epsilons[1])
+        single, _ = jax.jit(grow)(keys[2], alphas[1], epsilons[1])
         np.testing.assert_array_equal(trees.feature[2, 1], single.feature)
         np.testing.assert_array_equal(trees.threshold[2, 1], single.threshold)
         # different keys give different private trees

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import chex
@@ -12,7 +13,11 @@ import pytest
 from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 from dpjax.ensembles import forest_predict, forest_proba, leaf_distribution
-from dpjax.ensembles.random_trees import fit_random_trees, perturb_counts
+from dpjax.ensembles import random_trees as rt
+from dpjax.ensembles.random_trees import fit_random_trees, leaf_epsilon
+from dpjax.mechanisms import laplace_mechanism
+from dpjax.mechanisms.exact import laplace_fraction
+from dpjax.mechanisms.rounding import round_up
 from dpjax.trees import DenseTree
 
 
@@ -101,8 +106,9 @@ def test_multiclass_fallback_is_uniform_on_simplex():
 def test_non_private_counts_are_exact():
     codes, y = make_data(0, 150)
     k, h = 4, 3
-    forest = forest_fn(k, h, 2, False, leaf_estimate="paper")(
+    forest, costs = forest_fn(k, h, 2, False, leaf_estimate="paper")(
         jax.random.key(4), jnp.asarray(codes), jnp.asarray(y))
+    assert costs == {}  # nothing released under DP
     counts = exact_counts(forest, codes, y, 2)
     np.testing.assert_array_equal(counts.sum(axis=(1, 2)), [150] * k)
     theta = np.asarray(forest.leaf)
@@ -114,7 +120,8 @@ def test_non_private_counts_are_exact():
     # empty leaves: theta ~ U[0, 1] (drawn once, a valid distribution)
     np.testing.assert_allclose(theta[~nonempty].sum(-1), 1.0, rtol=1e-6)
     # the smoothed estimate of exact counts is the add-one rule
-    smoothed = forest_fn(k, h, 2, False)(jax.random.key(4), jnp.asarray(codes), jnp.asarray(y))
+    smoothed, _ = forest_fn(k, h, 2, False)(jax.random.key(4), jnp.asarray(codes),
+                                            jnp.asarray(y))
     chex.assert_trees_all_equal(smoothed.feature, forest.feature)
     np.testing.assert_allclose(smoothed.leaf, (counts + 1) / (total + 2)[..., None], rtol=1e-6)
 
@@ -125,8 +132,8 @@ def test_dp_theta_tends_to_non_dp_theta_as_noise_vanishes():
     args = (key, jnp.asarray(codes), jnp.asarray(y))
     counts = None
     for estimate in ("paper", "smoothed"):
-        exact = forest_fn(4, 3, 2, False, leaf_estimate=estimate)(*args)
-        noisy = forest_fn(4, 3, 2, True, leaf_estimate=estimate)(*args, 1e7)
+        exact, _ = forest_fn(4, 3, 2, False, leaf_estimate=estimate)(*args)
+        noisy, _ = forest_fn(4, 3, 2, True, leaf_estimate=estimate)(*args, 1e7)
         chex.assert_trees_all_equal((exact.feature, exact.threshold),
                                     (noisy.feature, noisy.threshold))
         if counts is None:
@@ -147,68 +154,124 @@ def test_dp_theta_tends_to_non_dp_theta_as_noise_vanishes():
 # --------------------------------------------------------------------------------------------
 
 
+NOISE_DEPTH = 11
+
+
+def tree_scale(n_trees: int, epsilon: float, sensitivity: float) -> tuple[int, int]:
+    """``(t, s)``: the exact discrete-Laplace scale ``t/s`` of one tree's counts, from the
+    tree's rounded-down float32 budget ``eps/k`` (what the fit spends)."""
+    each = leaf_epsilon(jnp.float32(epsilon), n_trees, NOISE_DEPTH, "tree")
+    t, s = laplace_fraction(round_up(jnp.float32(math.ceil(sensitivity)) / each))
+    return int(t), int(s)
+
+
+@functools.cache
+def noisy_count_fit(n_trees: int, sensitivity: float):
+    """``(key, codes, y, epsilon) -> (exact counts, noisy counts, costs)`` of a depth-11 forest:
+    ``fit_random_trees`` with the leaf estimate replaced by the identity (traced under the
+    patch, so the released leaves are the noisy counts themselves)."""
+    fit = functools.partial(fit_random_trees, n_trees=n_trees, depth=NOISE_DEPTH,
+                            n_codes_per_feature=np.array([10, 10, 10]), n_classes=2,
+                            sensitivity=sensitivity)
+
+    def counts(key, codes, y, epsilon):
+        exact, _ = fit(key, codes, y, None)
+        noisy, costs = fit(key, codes, y, epsilon)
+        return exact.leaf, noisy.leaf, costs
+
+    codes, y = make_data(6, 150)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rt, "leaf_distribution", lambda key, counts, estimate="smoothed": counts)
+        return jax.jit(counts).lower(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
+                                     1.0).compile()
+
+
 @pytest.mark.parametrize(("n_trees", "epsilon", "sensitivity"), [
     (1, 1.0, 1.0), (5, 2.0, 1.0), (11, 0.5, 1.0), (5, 2.0, 2.0)])
-def test_laplace_count_noise_variance(n_trees, epsilon, sensitivity):
-    """Each counter gets Lap(k * Delta / eps): variance 2 (k Delta / eps)^2 (spec A1, A2)."""
-    shape = (n_trees, 2**12, 2)
-    counts = jnp.full(shape, 7.0)
-    noisy = perturb_counts(jax.random.key(6), counts, epsilon / n_trees, sensitivity, "laplace")
-    noise = np.asarray(noisy, np.float64).ravel() - 7.0
+def test_laplace_count_noise_is_exact_discrete_laplace(n_trees, epsilon, sensitivity):
+    """Each counter of each leaf (empty ones included) of the fitted forest gets exact discrete
+    Laplace noise ``P(Z = z) ∝ q^|z|``, ``q = exp(-s/t)``, of scale ``t/s >= k Delta / eps``
+    (the paper's ``Lap(k Delta / eps)`` on integer counts, spec A1, A2): integer noise of
+    variance ``2q/(1-q)^2``, independent per counter. The costs say one release per tree at
+    ``Delta s/t <= eps/k``."""
+    codes, y = make_data(6, 150)
+    exact, noisy, costs = noisy_count_fit(n_trees, sensitivity)(
+        jax.random.key(6), jnp.asarray(codes), jnp.asarray(y), epsilon)
+    exact = np.asarray(exact, np.float64)
+    np.testing.assert_array_equal(exact.sum(axis=(1, 2)), 150)  # really the exact counts
+    noise = (np.asarray(noisy, np.float64) - exact).ravel()
+    assert np.all(noise == np.round(noise))
+    t, s = tree_scale(n_trees, epsilon, sensitivity)
+    scale = n_trees * sensitivity / epsilon
+    assert scale <= t / s <= scale * (1 + 2e-3)
+    q = math.exp(-s / t)
     n = noise.size
-    b = n_trees * sensitivity / epsilon
-    var = 2 * b * b
+    var = 2 * q / (1 - q) ** 2
+    support = np.arange(-int(80 * t / s) - 10, int(80 * t / s) + 11).astype(np.float64)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    fourth = float(np.sum(pmf * support**4))
     assert abs(noise.mean()) < Z * math.sqrt(var / n)
-    assert abs(noise.var() - var) < Z * math.sqrt(20 * b**4 / n)
+    assert abs(noise.var() - var) < Z * math.sqrt((fourth - var**2) / n)
+    p0 = (1 - q) / (1 + q)
+    assert abs(np.mean(noise == 0) - p0) < binomial_tolerance(p0, n)
     # independent per counter: the two class counters of a leaf are uncorrelated
     pairs = noise.reshape(-1, 2)
     corr = np.corrcoef(pairs[:, 0], pairs[:, 1])[0, 1]
     assert abs(corr) < Z / math.sqrt(len(pairs))
-
-
-@pytest.mark.parametrize(("n_trees", "epsilon", "sensitivity"), [(3, 1.5, 1.0), (3, 1.5, 2.0)])
-def test_discrete_laplace_count_noise(n_trees, epsilon, sensitivity):
-    shape = (n_trees, 2**13, 2)
-    noisy = perturb_counts(jax.random.key(7), jnp.full(shape, 4.0), epsilon / n_trees,
-                           sensitivity, "discrete_laplace")
-    noise = np.asarray(noisy, np.float64).ravel() - 4.0
-    assert np.all(noise == np.round(noise))
-    q = math.exp(-epsilon / (n_trees * sensitivity))
-    var = 2 * q / (1 - q) ** 2
-    support = np.arange(-5000, 5001)
-    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
-    fourth = float(np.sum(pmf * support.astype(float) ** 4))
-    assert abs(noise.var() - var) < Z * math.sqrt((fourth - var**2) / noise.size)
+    (what,) = costs
+    assert what == "leaf class counts"
+    cost = costs[what]
+    assert cost.mechanism == f"discrete Laplace (L1 sens. {sensitivity:g})"
+    chex.assert_shape(cost.epsilon, (n_trees,))
+    np.testing.assert_allclose(cost.epsilon, sensitivity * s / t, rtol=1e-7)
+    assert np.asarray(cost.epsilon, np.float64).sum() <= epsilon
+    assert np.asarray(cost.epsilon, np.float64).sum() >= epsilon * (1 - 2e-3)
+    np.testing.assert_array_equal(cost.delta, 0.0)
 
 
 def test_replace_one_doubles_the_scale():
+    """Sensitivity 2 (replace-one) at ``eps`` draws exactly the noise of sensitivity 1 at
+    ``eps/2`` (same key): the scale ``k Delta / eps`` doubles, and so does the reported cost."""
     key = jax.random.key(8)
     counts = jnp.zeros((3, 64, 2))
-    one = perturb_counts(key, counts, 0.5 / 3, 1.0, "laplace")
-    two = perturb_counts(key, counts, 0.5 / 3, 2.0, "laplace")
-    np.testing.assert_allclose(two, 2 * np.asarray(one), rtol=1e-6)
-    # the same holds through the forest fit: same structure, theta from doubled noise
+    one, cost1 = laplace_mechanism(key, counts, 1.0, leaf_epsilon(0.25, 3, 6, "tree"),
+                                   integer=True, event_ndim=2)
+    two, cost2 = laplace_mechanism(key, counts, 2.0, leaf_epsilon(0.5, 3, 6, "tree"),
+                                   integer=True, event_ndim=2)
+    np.testing.assert_array_equal(two, one)
+    np.testing.assert_array_equal(cost2.epsilon, 2 * np.asarray(cost1.epsilon))
+    # the same holds through the forest fit: same structure, theta from the same noise
     codes, y = make_data(9, 150)
     fit1 = forest_fn(4, 3, 2, True)
     fit2 = forest_fn(4, 3, 2, True, sensitivity=2.0)
-    half_eps = fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.25)
-    doubled = fit2(key, jnp.asarray(codes), jnp.asarray(y), 0.5)
-    np.testing.assert_allclose(doubled.leaf, half_eps.leaf, rtol=1e-4, atol=1e-5)
-    assert not np.allclose(fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.5).leaf,
-                           doubled.leaf, rtol=1e-4, atol=1e-5)
+    half_eps, costs1 = fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.25)
+    doubled, costs2 = fit2(key, jnp.asarray(codes), jnp.asarray(y), 0.5)
+    chex.assert_trees_all_equal(doubled, half_eps)
+    np.testing.assert_array_equal(costs2["leaf class counts"].epsilon,
+                                  2 * np.asarray(costs1["leaf class counts"].epsilon))
+    assert not np.array_equal(fit1(key, jnp.asarray(codes), jnp.asarray(y), 0.5)[0].leaf,
+                              doubled.leaf)
 
 
 def test_noise_reaches_empty_leaves():
     codes, y = make_data(10, 150)
     codes[:, :] = 0  # every example in the same leaf of every tree
-    forest = forest_fn(4, 3, 2, True)(jax.random.key(11), jnp.asarray(codes), jnp.asarray(y),
-                                      5.0)
+    forest, _ = forest_fn(4, 3, 2, True)(jax.random.key(11), jnp.asarray(codes),
+                                         jnp.asarray(y), 2.0)
     exact = exact_counts(forest, codes, y, 2)
     empty = exact.sum(-1) == 0
     assert empty.sum() == 4 * 7
-    # smoothed theta of an un-noised empty leaf would be exactly (1/2, 1/2)
+    # smoothed theta of an un-noised empty leaf would be exactly (1/2, 1/2); with noise it is
+    # (1/2, 1/2) only when the clamped noisy counts max(Z, 0) + 1 of both classes agree
     theta = np.asarray(forest.leaf)[empty]
-    assert np.mean(theta[:, 0] != 0.5) > 0.5
+    t, s = laplace_fraction(round_up(1.0 / leaf_epsilon(jnp.float32(2.0), 4, 3, "tree")))
+    q = math.exp(-int(s) / int(t))
+    pmf_positive = (1 - q) / (1 + q) * q ** np.arange(1, 200)
+    p_not_positive = 1 - pmf_positive.sum()
+    p_half = p_not_positive**2 + np.sum(pmf_positive**2)
+    moved = np.mean(theta[:, 0] != 0.5)
+    assert moved > 0
+    assert abs(moved - (1 - p_half)) < binomial_tolerance(1 - p_half, len(theta))
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,7 +282,7 @@ def test_noise_reaches_empty_leaves():
 def test_single_tree_majority_equals_threshold():
     codes, y = make_data(12, 150)
     for seed, eps in [(0, 1.0), (1, 0.1), (2, 10.0)]:
-        forest = forest_fn(1, 3, 2, True)(
+        forest, _ = forest_fn(1, 3, 2, True)(
             jax.random.key(seed), jnp.asarray(codes), jnp.asarray(y), eps)
         mv = forest_predict(forest, jnp.asarray(codes), "majority")
         ta = forest_predict(forest, jnp.asarray(codes), "threshold")
@@ -245,8 +308,8 @@ def test_voting_rules_on_a_hand_made_forest():
 
 def test_probabilistic_voting_needs_a_key():
     codes, y = make_data(13, 150)
-    forest = forest_fn(4, 3, 2, True)(jax.random.key(14), jnp.asarray(codes), jnp.asarray(y),
-                                      1.0)
+    forest, _ = forest_fn(4, 3, 2, True)(jax.random.key(14), jnp.asarray(codes),
+                                         jnp.asarray(y), 1.0)
     with pytest.raises(ValueError, match="key"):
         forest_predict(forest, jnp.asarray(codes), "probabilistic")
     a = forest_predict(forest, jnp.asarray(codes), "probabilistic", jax.random.key(0))
@@ -270,8 +333,12 @@ def test_probabilistic_voting_needs_a_key():
 @pytest.mark.parametrize(("n_trees", "depth", "n_classes"), [(1, 3, 2), (4, 3, 2), (4, 3, 3)])
 def test_forest_shapes(n_trees, depth, n_classes):
     codes, y = make_data(15, 150, n_classes)
-    forest = forest_fn(n_trees, depth, n_classes, True)(
+    forest, costs = forest_fn(n_trees, depth, n_classes, True)(
         jax.random.key(16), jnp.asarray(codes), jnp.asarray(y), 1.0)
+    # one count-vector release per tree, within the budget
+    chex.assert_shape(costs["leaf class counts"].epsilon, (n_trees,))
+    spent = np.asarray(costs["leaf class counts"].epsilon, np.float64)
+    assert 1.0 * (1 - 2e-3) <= spent.sum() <= 1.0
     chex.assert_shape([forest.feature, forest.threshold], (n_trees, 2**depth - 1))
     chex.assert_shape(forest.leaf, (n_trees, 2**depth, n_classes))
     chex.assert_type([forest.feature, forest.threshold], jnp.int32)
@@ -285,8 +352,8 @@ def test_forest_shapes(n_trees, depth, n_classes):
 def test_multiclass_forest_learns():
     codes, y = make_data(17, 150, 3)
     test_codes, test_y = make_data(18, 300, 3)
-    forest = forest_fn(4, 3, 3, True)(jax.random.key(19), jnp.asarray(codes), jnp.asarray(y),
-                                      5.0)
+    forest, _ = forest_fn(4, 3, 3, True)(jax.random.key(19), jnp.asarray(codes),
+                                         jnp.asarray(y), 5.0)
     for voting in ("majority", "threshold"):
         pred = np.asarray(forest_predict(forest, jnp.asarray(test_codes), voting))
         assert set(np.unique(pred)) <= {0, 1, 2}
@@ -300,7 +367,25 @@ def test_forests_are_nested_by_tree_index():
     codes = jnp.asarray(np.random.default_rng(0).integers(0, 10, (50, 4)), jnp.uint8)
     y = jnp.asarray(np.arange(50) % 2, jnp.int32)
     common = dict(depth=4, n_codes_per_feature=np.full(4, 10), n_classes=2)
-    big = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=21, **common)
-    small = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=5, **common)
+    big, _ = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=21, **common)
+    small, _ = fit_random_trees(jax.random.key(7), codes, y, None, n_trees=5, **common)
     np.testing.assert_array_equal(big.feature[:5], small.feature)
     np.testing.assert_array_equal(big.threshold[:5], small.threshold)
+
+
+def test_structure_key_shares_the_structure_but_not_the_noise():
+    """``structure_key`` (what a sweep passes) sets the data-independent structure; the key
+    sets the noise. Without it the structure comes from the key."""
+    codes, y = make_data(20, 150)
+    fit = jax.jit(lambda key, structure_key: fit_random_trees(
+        key, jnp.asarray(codes), jnp.asarray(y), 1.0, n_trees=4, depth=3,
+        n_codes_per_feature=np.full(3, 10), n_classes=2, structure_key=structure_key))
+    shared = jax.random.key(21)
+    a, _ = fit(jax.random.key(1), shared)
+    b, _ = fit(jax.random.key(2), shared)
+    chex.assert_trees_all_equal((a.feature, a.threshold), (b.feature, b.threshold))
+    assert not np.array_equal(a.leaf, b.leaf)  # each fit draws its own noise
+    default, _ = fit(jax.random.key(1), None)
+    from_key, _ = fit(jax.random.key(1), jax.random.split(jax.random.key(1), 3)[0])
+    chex.assert_trees_all_equal(default, from_key)
+    assert not np.array_equal(default.feature, a.feature)

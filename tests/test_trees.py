@@ -12,7 +12,7 @@ import pytest
 from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 from dpjax.losses import gini_split_score
-from dpjax.mechanisms import exponential_mechanism
+from dpjax.mechanisms import permute_and_flip
 from dpjax.trees import (
     DenseTree,
     apply_tree,
@@ -66,8 +66,8 @@ def many_structures() -> tuple[jax.Array, jax.Array, jax.Array]:
 def test_dense_tree_shapes_and_dtypes():
     codes, y = make_data(0, 150, 3)
     k, h, c = 4, 3, 3
-    forest = forest_fn(k, h, c, True)(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
-                                      1.0)
+    forest, _ = forest_fn(k, h, c, True)(jax.random.key(0), jnp.asarray(codes),
+                                         jnp.asarray(y), 1.0)
     assert isinstance(forest, DenseTree)
     chex.assert_shape(forest.feature, (k, 2**h - 1))
     chex.assert_shape(forest.threshold, (k, 2**h - 1))
@@ -257,12 +257,12 @@ def test_structure_independent_of_data():
     codes_a, y_a = make_data(20, 150)
     codes_b, _ = make_data(21, 150)
     y_b = np.random.default_rng(0).integers(0, 2, 150).astype(np.int32)
-    a = fit(key, jnp.asarray(codes_a), jnp.asarray(y_a), 1.0)
-    b = fit(key, jnp.asarray(codes_b), jnp.asarray(y_b), 0.05)
+    a, _ = fit(key, jnp.asarray(codes_a), jnp.asarray(y_a), 1.0)
+    b, _ = fit(key, jnp.asarray(codes_b), jnp.asarray(y_b), 0.05)
     np.testing.assert_array_equal(a.feature, b.feature)
     np.testing.assert_array_equal(a.threshold, b.threshold)
     assert not np.array_equal(a.leaf, b.leaf)
-    c = fit(jax.random.key(13), jnp.asarray(codes_a), jnp.asarray(y_a), 1.0)
+    c, _ = fit(jax.random.key(13), jnp.asarray(codes_a), jnp.asarray(y_a), 1.0)
     assert not np.array_equal(a.feature, c.feature)
 
 
@@ -358,7 +358,7 @@ class GrowTest(chex.TestCase):
 
         def grow(key, eps):
             def select(k, scores):
-                return exponential_mechanism(k, scores, 1.0, eps)
+                return permute_and_flip(k, scores, 1.0, eps)[0]
             return grow_levelwise(key, codes, stats, 2, n_codes, split_score=gini_split_score,
                                   select=select)
 

@@ -1,11 +1,18 @@
 """Public binning of tabular features into uint8 codes (DESIGN.md "Data flows one way").
 
 Numeric features are cut into ``n_bins`` equal-width bins inside *public* bounds; categorical
-features are coded by their position in a *declared* category list; a feature declared to have
-missing values gets one extra code (the last) for them. The :class:`FeatureSpec` holding bounds,
-categories and bin counts is public: it must come from the user, not the data. Taking it from the
-data is an explicit opt-in (``bounds="data"``) that warns with :class:`DataDependentWarning` and is
-recorded as a non-private release in the model's ledger.
+features are coded by their position in a *declared* category list, plus one "other" code for
+values outside it; a feature declared to have missing values gets one extra code (the last) for
+them. The :class:`FeatureSpec` holding bounds, categories and bin counts is public: it must come
+from the user, not the data. Taking it from the data is an explicit opt-in (``bounds="data"``)
+that warns with :class:`DataDependentWarning` and is recorded as a non-private release in the
+model's ledger. A pandas ``category`` dtype is not a declaration under DP (``astype("category")``
+lists exactly the values present): its categories count as read off the data unless ``bounds``
+declares them.
+
+Values inside the declared domain never raise: by default (``on_out_of_bounds="clip"``) values
+outside the bounds are clipped and unknown categories coded "other", with a warning that prints
+no value (an exception, or a message, that depends on a record's value would leak it).
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ class FeatureSpec:
     Attributes:
       names: column names.
       lower, upper: numeric bounds per feature (``nan`` for categorical features).
-      categories: declared categories per feature (``None`` for numeric features).
+      categories: declared categories per feature (``None`` for numeric features); their codes
+        are ``0..c-1`` and code ``c`` is "other" (a value outside the declared list).
       n_bins: equal-width bins of each numeric feature.
       missing: whether each feature has a code (its last) for missing values.
       from_data: names of features whose bounds or categories were taken from the data.
@@ -57,9 +65,10 @@ class FeatureSpec:
 
     @property
     def n_values(self) -> np.ndarray:
-        """Codes for non-missing values of each feature (int32 ``[n_features]``)."""
+        """Codes for non-missing values of each feature (int32 ``[n_features]``): the bins, or
+        the categories and "other"."""
         counts = [
-            len(cats) if cats is not None else (1 if lo == hi else self.n_bins)
+            len(cats) + 1 if cats is not None else (1 if lo == hi else self.n_bins)
             for cats, lo, hi in zip(self.categories, self.lower, self.upper, strict=True)
         ]
         return np.asarray(counts, np.int32)
@@ -103,6 +112,11 @@ def as_frame(X: Any) -> pd.DataFrame:
     frame.columns = [str(c) for c in frame.columns]
     if len(set(frame.columns)) != frame.shape[1]:
         raise ValueError("X has duplicate column names")
+    complex_columns = [c for c in frame.columns
+                       if pd.api.types.is_complex_dtype(frame[c].dtype)]
+    if complex_columns:
+        raise ValueError(f"X has complex-valued columns {complex_columns[:5]}: features must be "
+                         "real numbers, booleans or categories")
     return frame
 
 
@@ -178,7 +192,9 @@ def make_feature_spec(
         diffprivlib takes them); or a dict column -> ``(lo, hi)`` tuple for a numeric feature or
         a *list* of categories for a categorical one; or ``"data"`` to take every bound from the
         data (warns; not private). Pandas ``category`` columns use their dtype's categories and
-        ``bool`` columns ``[False, True]`` unless the dict says otherwise.
+        ``bool`` columns ``[False, True]`` unless the dict says otherwise. Under DP a
+        ``category`` dtype's categories are *not* a declaration: undeclared, they count as read
+        off the data (warned, not private).
       n_bins: equal-width bins per numeric feature, 1..255 (codes are uint8).
       missing: ``"error"`` (missing values are rejected), ``"code"`` (every feature gets a code
         for them) or a list of the columns that may be missing (a public declaration).
@@ -201,7 +217,9 @@ def make_feature_spec(
         ):
             cats = _categories(column, declared, bounds, private, name)
             if cats is None:
-                cats = tuple(sorted(pd.unique(column.dropna()), key=str))
+                cats = (tuple(column.dtype.categories)
+                        if isinstance(column.dtype, pd.CategoricalDtype)
+                        else tuple(sorted(pd.unique(column.dropna()), key=str)))
                 from_data.append(name)
             lower.append(np.nan)
             upper.append(np.nan)
@@ -253,17 +271,17 @@ def _categories(
     """Declared categories of a column, or ``None`` when they must come from the data."""
     if declared is not None:
         cats = tuple(declared)
-    elif isinstance(column.dtype, pd.CategoricalDtype):
-        cats = tuple(column.dtype.categories)
     elif pd.api.types.is_bool_dtype(column.dtype):
         cats = (False, True)
-    elif bounds == "data" or not private:
+    elif isinstance(column.dtype, pd.CategoricalDtype) and not private:
+        cats = tuple(column.dtype.categories)
+    elif isinstance(column.dtype, pd.CategoricalDtype) or bounds == "data" or not private:
         return None
     else:
         raise ValueError(
             f"no declared categories for categorical column {name!r}. Categories are public "
-            f"inputs: pass bounds={{{name!r}: [...categories...]}}, use a pandas 'category' "
-            "dtype, or bounds='data' (NOT differentially private)."
+            f"inputs: pass bounds={{{name!r}: [...categories...]}}, or bounds='data' (NOT "
+            "differentially private)."
         )
     if len(cats) == 0 or len(set(cats)) != len(cats):
         raise ValueError(f"categories of column {name!r} must be non-empty and distinct")
@@ -276,14 +294,14 @@ def category_index(values: Any, categories: Sequence[Any]) -> np.ndarray:
     return index.get_indexer(pd.Index(np.asarray(values, dtype=object))).astype(np.int64)
 
 
-def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "error") -> np.ndarray:
+def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "clip") -> np.ndarray:
     """Codes ``uint8 [n_samples, n_features]`` of ``X`` under the public ``spec``.
 
-    NaN is a missing value: it gets the feature's missing code if it has one, else an error.
-    Infinite values are always an error. Values outside the declared bounds (numeric) or the
-    declared categories are rejected with ``on_out_of_bounds="error"``; with ``"clip"`` numeric
-    values are clipped into the bounds (with an :class:`OutOfBoundsWarning`) and unknown
-    categories take the missing code (an error if the feature has none).
+    NaN is a missing value: it gets the feature's missing code if it has one, else an error (a
+    schema error). Infinite values are always an error. With ``on_out_of_bounds="clip"``
+    (default) numeric values outside the declared bounds are clipped into them and values
+    outside a feature's declared categories get its "other" code, with an
+    :class:`OutOfBoundsWarning`; with ``"error"`` they raise. Neither message prints a value.
     """
     if on_out_of_bounds not in OUT_OF_BOUNDS:
         raise ValueError(f"on_out_of_bounds must be one of {OUT_OF_BOUNDS}, "
@@ -315,11 +333,20 @@ def _aligned(spec: FeatureSpec, X: Any) -> pd.DataFrame:
     return frame
 
 
-def _missing_error(name: str, count: int) -> ValueError:
+def _missing_error(name: str) -> ValueError:
     return ValueError(
-        f"column {name!r} has {count} missing (NaN) value(s). Drop or impute them, or declare "
+        f"column {name!r} has missing (NaN) values. Drop or impute them, or declare "
         f"missing=[{name!r}] (or missing='code') to give missing values their own code."
     )
+
+
+def _outside(name: str, what: str, policy: str, action: str) -> None:
+    """Raise (``policy="error"``) or warn that column ``name`` has values outside its declared
+    ``what``; no value or count is printed (they are the private data)."""
+    message = f"column {name!r} has values outside its declared {what}"
+    if policy == "error":
+        raise ValueError(message + "; widen them, or pass on_out_of_bounds='clip' to clip")
+    warnings.warn(f"{message}; {action}", OutOfBoundsWarning, stacklevel=5)
 
 
 def _encode_numeric(
@@ -335,14 +362,9 @@ def _encode_numeric(
     if np.isinf(values).any():
         raise ValueError(f"column {name!r} contains infinite values")
     if nan.any() and missing_code is None:
-        raise _missing_error(name, int(nan.sum()))
-    outside = ~nan & ((values < lo) | (values > hi))
-    if outside.any():
-        message = (f"column {name!r} has {int(outside.sum())} value(s) outside its declared "
-                   f"bounds [{lo:g}, {hi:g}] (e.g. {values[outside][0]:g})")
-        if policy == "error":
-            raise ValueError(message + "; widen the bounds or pass on_out_of_bounds='clip'")
-        warnings.warn(message + "; clipped into the bounds", OutOfBoundsWarning, stacklevel=4)
+        raise _missing_error(name)
+    if (~nan & ((values < lo) | (values > hi))).any():
+        _outside(name, f"bounds [{lo:g}, {hi:g}]", policy, "clipped into the bounds")
     # Bin c holds edges[c-1] <= x < edges[c] (the last bin also holds hi), exactly as
     # FeatureSpec.bin_edges declares them.
     codes = np.searchsorted(spec.bin_edges(j), np.clip(values, lo, hi), side="right")
@@ -360,15 +382,10 @@ def _encode_categorical(
     codes = category_index(values, cats)
     unknown = (codes < 0) & ~nan
     if nan.any() and missing_code is None:
-        raise _missing_error(name, int(nan.sum()))
+        raise _missing_error(name)
     if unknown.any():
-        example = values[unknown].iloc[0] if hasattr(values, "iloc") else values[unknown][0]
-        message = (f"column {name!r} has {int(unknown.sum())} value(s) outside its declared "
-                   f"categories (e.g. {example!r})")
-        if policy == "error" or missing_code is None:
-            raise ValueError(message + "; declare them, or declare the column as missing-able "
-                             "and pass on_out_of_bounds='clip' to code them as missing")
-        warnings.warn(message + "; coded as missing", OutOfBoundsWarning, stacklevel=4)
+        _outside(name, "categories", policy, 'coded "other"')
+    codes = np.where(unknown, len(cats), codes)          # the "other" code
     if missing_code is not None:
-        codes = np.where(codes < 0, missing_code, codes)
+        codes = np.where(nan, missing_code, codes)
     return codes.astype(np.uint8)

@@ -1,5 +1,13 @@
 """Labels: declared classes -> class indices ``0..C-1`` (index 1 is the positive class of a
-binary problem, so ``{-1, +1}`` in the papers is ``{0, 1}`` here)."""
+binary problem, so ``{-1, +1}`` in the papers is ``{0, 1}`` here).
+
+The class list is public information, so under DP it never comes from the labels' values:
+it is declared (``classes=``), or fixed by the labels' type (``(False, True)`` for booleans,
+``(0, 1)`` for numbers). Reading the domain off the values would make it switch between
+neighbouring datasets (a dataset of ones alone is ``(0, 1)``, add one ``-1`` and it would be
+``(-1, 1)``). A training set in which a declared class never occurs is fine: its count is zero
+(and noisy), it is not an error.
+"""
 
 from __future__ import annotations
 
@@ -12,45 +20,56 @@ import pandas as pd
 
 from dpjax.data.binning import DataDependentWarning, category_index
 
-_STANDARD_BINARY = ((0, 1), (-1, 1), (False, True))
+DEFAULT_NUMERIC_CLASSES = (0, 1)
 
 
 def _as_1d(y: Any) -> np.ndarray:
     if isinstance(y, pd.DataFrame):
-        raise ValueError("y must be 1-D; got a DataFrame (pass a Series or array)")
+        if y.shape[1] != 1:
+            raise ValueError(f"y must be 1-D; got a DataFrame with {y.shape[1]} columns")
+        y = y.iloc[:, 0]
     values = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
     if values.ndim != 1:
         raise ValueError(f"y must be 1-D; got shape {values.shape}")
     return values
 
 
-def infer_classes(y: Any) -> tuple[tuple[Any, ...], bool]:
+def infer_classes(y: Any, private: bool = True) -> tuple[tuple[Any, ...], bool]:
     """Class list of ``y`` and whether it had to be read off the data.
 
-    Public sources first: a pandas ``category`` dtype's categories, ``(False, True)`` for bool,
-    the standard binary domains ``(0, 1)`` and ``(-1, 1)`` when every label lies in one. Anything
-    else is taken from the data (``True`` in the second slot: the caller must warn and mark it).
+    Under DP (``private``) only the labels' type decides: ``(False, True)`` for bool and
+    ``(0, 1)`` for numeric labels (public domains, whatever the values); anything else is taken
+    from the data (``True`` in the second slot: the caller must warn and mark the model not
+    private). Without DP: a category dtype's categories, ``(0, 1)`` or ``(-1, 1)`` when the
+    labels lie in one, else the sorted distinct labels.
     """
-    if isinstance(y, pd.Series) and isinstance(y.dtype, pd.CategoricalDtype):
-        return tuple(y.dtype.categories), False
     values = _as_1d(y)
     if values.dtype == bool:
         return (False, True), False
+    if private:
+        if np.issubdtype(values.dtype, np.number):
+            return DEFAULT_NUMERIC_CLASSES, False
+        return tuple(sorted(pd.unique(values[~pd.isna(values)]).tolist(), key=str)), True
+    if isinstance(y, pd.Series) and isinstance(y.dtype, pd.CategoricalDtype):
+        return tuple(y.dtype.categories), False
     present = set(pd.unique(values[~pd.isna(values)]).tolist())
-    for domain in _STANDARD_BINARY[:2]:
+    for domain in (DEFAULT_NUMERIC_CLASSES, (-1, 1)):
         if present and present <= set(domain):
             return domain, False
-    return tuple(sorted(present, key=str)), True
+    return tuple(sorted(present, key=str)), False
 
 
 def encode_labels(
-    y: Any, classes: Sequence[Any] | None = None
+    y: Any, classes: Sequence[Any] | None = None, private: bool = True
 ) -> tuple[np.ndarray, tuple[Any, ...], bool]:
     """Validate ``y`` and map it to class indices.
 
     Returns ``(y_index int32 [m], classes, classes_from_data)``. Raises ``ValueError`` for
-    non-1-D ``y``, missing labels, labels outside ``classes``, fewer than two declared classes
-    and a ``y`` holding a single class.
+    non-1-D or empty ``y``, missing labels, labels outside the (declared or default) classes and
+    fewer than two declared classes; messages never print a label value. Labels that cover
+    only some of the classes (even one) are fine.
     """
     values = _as_1d(y)
     if len(values) == 0:
@@ -58,24 +77,26 @@ def encode_labels(
     if pd.isna(values).any():
         raise ValueError(f"y has {int(pd.isna(values).sum())} missing label(s)")
     from_data = False
+    declared = classes is not None
     if classes is None:
-        classes, from_data = infer_classes(y)
+        classes, from_data = infer_classes(y, private)
         if from_data:
             warnings.warn(
-                f"the classes {list(classes)} were read off the training labels, which is not "
+                f"the {len(classes)} classes were read off the training labels, which is not "
                 "differentially private; pass classes=[...] to declare them.",
                 DataDependentWarning,
                 stacklevel=3,
             )
     classes = tuple(classes)
     if len(classes) < 2 or len(set(classes)) != len(classes):
-        raise ValueError(f"classes must hold at least two distinct labels; got {list(classes)}")
+        raise ValueError(f"classes must hold at least two distinct labels; got {len(classes)} "
+                         f"({len(set(classes))} distinct)")
     index = category_index(values, classes)
     if (index < 0).any():
-        unknown = sorted(set(pd.unique(values[index < 0]).tolist()), key=str)
-        raise ValueError(f"y has labels {unknown[:10]} outside the declared classes "
-                         f"{list(classes)}")
-    if len(np.unique(index)) < 2:
-        raise ValueError(f"y contains a single class ({values[0]!r}); a classifier needs at "
-                         "least two")
+        source = "declared" if declared else "default"
+        hint = "" if declared else (
+            f"; numeric labels default to classes={list(DEFAULT_NUMERIC_CLASSES)}: declare "
+            "classes=[...] (e.g. classes=[-1, 1]) for other label values")
+        raise ValueError(f"y has {int((index < 0).sum())} label(s) outside the {source} "
+                         f"classes {list(classes)}{hint}")
     return index.astype(np.int32), classes, from_data

@@ -128,16 +128,29 @@ def load_dataset(
     return X, info.positive(label).astype(np.int32)
 
 
-def public_bounds(X: pd.DataFrame) -> dict[str, tuple[float, float] | list]:
-    """The published value range of every column of a registered dataset's full file:
-    ``(min, max)`` per numeric column and the category list per categorical one.
+def _registered_frame(name: str, data_dir: str | os.PathLike | None) -> pd.DataFrame:
+    if not isinstance(name, str):
+        raise TypeError(
+            "public_bounds / missing_columns take the name of a registered dataset (its schema "
+            f"is read from the full published file), not {type(name).__name__}: bounds computed "
+            "from private data are not public. Declare your own bounds, or pass bounds='data' "
+            "to take them from the data (the model is then marked NOT differentially private).")
+    return load_dataset(name, data_dir)[0]
 
-    This is the *schema* of a public dataset (what UCI documents per attribute), the bounds the
-    papers assume public. Call it on the full published file, never on a private dataset.
+
+def public_bounds(
+    name: str, data_dir: str | os.PathLike | None = None
+) -> dict[str, tuple[float, float] | list]:
+    """The published schema of a registered dataset: ``(min, max)`` of every numeric column and
+    the category list of every categorical one, over the *full published file*.
+
+    These are the bounds the papers treat as public (what UCI documents per attribute). Only
+    registered datasets have them: for your own data, declare bounds from domain knowledge.
     """
+    frame = _registered_frame(name, data_dir)
     bounds: dict[str, tuple[float, float] | list] = {}
-    for column in X.columns:
-        values = X[column]
+    for column in frame.columns:
+        values = frame[column]
         if isinstance(values.dtype, pd.CategoricalDtype):
             bounds[column] = list(values.dtype.categories)
         else:
@@ -145,6 +158,8 @@ def public_bounds(X: pd.DataFrame) -> dict[str, tuple[float, float] | list]:
     return bounds
 
 
-def missing_columns(X: pd.DataFrame) -> list[str]:
-    """Columns of a registered dataset's full file that have missing values (its schema)."""
-    return [c for c in X.columns if X[c].isna().any()]
+def missing_columns(name: str, data_dir: str | os.PathLike | None = None) -> list[str]:
+    """Columns of a registered dataset's full published file that have missing values (its
+    schema; pass it as ``missing=``)."""
+    frame = _registered_frame(name, data_dir)
+    return [c for c in frame.columns if frame[c].isna().any()]

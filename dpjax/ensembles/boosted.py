@@ -6,31 +6,40 @@ Algorithm 1 (§3) as one ``lax.scan`` over the ``T`` trees. Round ``t``:
 
 1. weights ``w_i = ψ^(α_LC)^{-1}(−y_i·H_{t−1}(x_i))`` of the *released* model (§3 implementation
    form, §4.1), kept in ``[ζ', 1 − ζ']``;
-2. grow a complete Mα tree (§2; :func:`dpjax.trees.malpha.grow_malpha_tree`), its splits by the
-   exponential mechanism under DP (§4.3), α fixed or objective-calibrated (§5);
+2. grow a complete Mα tree (§2; :func:`dpjax.trees.malpha.grow_malpha_tree`), its splits by a
+   private selection under DP (permute-and-flip on the Mα criterion, §4.3), α fixed or
+   objective-calibrated (§5);
 3. release the leaf values and the leveraging coefficient ``β_t`` (§4.4–§4.5);
 4. ``H_t = H_{t−1} + β_t·h̃_t``.
 
-Budget (§4.2, §5.3): ``ε/T`` per tree; ``β_tree·ε/T`` for the tree's splits (a share ``β_oc`` of
-it for the O.C estimates when O.C is private), ``(1 − β_tree)·ε/T`` for its leaves (a share
-``beta_share`` of it for ``β_t`` when ``beta_mode="laplace"``), the leaves' part spent per leaf
-(``/2^d``, sequential) or in parallel.
+The row count ``m`` is private under add/remove neighbours: wherever the paper uses ``m`` (the
+split sensitivity ``Δ^(α)(m)``, the normaliser of ``β_t``) a public size ``ñ`` stands in, either
+declared or released first as a noisy count (a share ``size_share`` of ``ε``).
 
-Leaf mechanisms (spec §4.4–§4.5):
+Budget (§4.2, §5.3): ``ε/T`` per tree (after the count); ``β_tree·ε/T`` for the tree's splits (a
+share ``β_oc`` of it for the O.C estimates when O.C is private), ``(1 − β_tree)·ε/T`` for its
+leaves (a share ``beta_share`` of it for ``β_t`` when ``beta_mode="laplace"``), the leaves' part
+spent per leaf (``/2^d``, sequential) or in parallel. Every mechanism reports its own cost; the
+ledger is their sum.
 
-* ``"value"`` + ``"fold"`` (default): ``β_t`` is folded into the leaf values before the noise.
-  Since ``|β_t| ≤ a·M`` (weights ``≤ 1``, ``|h_t| ≤ M``) and ``a = α_LC/M²``, every folded value
-  lies in ``[−α_LC, α_LC]``: we clamp to that range (the spec clamps to ``[−M, M]``; ours is the
-  same provable bound, ``M/α_LC`` times tighter) and add ``Lap(2·α_LC/ε_leaf)``.
-* ``"value"`` + ``"laplace"``: leaves ``clip(ψ(q̂), ±M) + Lap(2M/ε_leaf)``, then
-  ``β̃_t = β_t + Lap(2aM/(m·ε_β))``.
-* ``"counts"`` + ``"post"``: noisy weighted class sums per leaf, ``Lap(Δ/ε_leaf)``, leaves
+Leaf mechanisms (spec §4.4–§4.5), all with exact discrete Laplace noise on a fixed-point grid
+(:func:`dpjax.mechanisms.laplace_mechanism`):
+
+* ``"value"`` + ``"fold"`` (default): ``β_t`` is folded into the leaf values before the noise
+  and the folded values are clamped to ``[−α_LC, α_LC]`` (``|β_t·h_t| ≤ a·M² = α_LC`` when
+  ``ñ >= m``; the spec clamps to ``[−M, M]``, ours is ``M/α_LC`` times tighter), noise of scale
+  ``2·α_LC/ε_leaf``.
+* ``"value"`` + ``"laplace"``: leaves ``clip(ψ(q̂), ±M)`` + noise ``2M/ε_leaf``, then
+  ``β̃_t = β_t`` + noise ``2aM/(ñ·ε_β)``.
+* ``"counts"`` + ``"post"``: noisy weighted class sums per leaf (sensitivity 1), leaves
   ``clip(ψ(q̃), ±M)`` and ``β_t`` both computed from them (post-processing); or ``"laplace"``.
 * ``"paper_fast"``: ``β_t`` from the data with no noise (the paper's route (ii)); not private
   (the ledger says so).
 """
 
 from __future__ import annotations
+
+import collections
 
 import chex
 import jax
@@ -39,9 +48,16 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.losses.proper import canonical_link, inverse_link
+from dpjax.mechanisms.accounting import Cost, parallel
 from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.rounding import round_down
 from dpjax.trees.dense import DenseTree
-from dpjax.trees.malpha import OBJECTIVE_CALIBRATION, grow_malpha_tree, resolve_oc_alpha
+from dpjax.trees.malpha import (
+    OBJECTIVE_CALIBRATION,
+    WEIGHT_UNIT,
+    grow_malpha_tree,
+    resolve_oc_alpha,
+)
 from dpjax.trees.predict import apply_trees
 
 LEAF_MECHANISMS = ("value", "counts")
@@ -90,11 +106,13 @@ def leaf_link(stats: jax.Array, alpha_link: ArrayLike, zeta: float) -> jax.Array
 
 
 def leveraging_coefficient(
-    values: jax.Array, stats: jax.Array, a: ArrayLike, m: ArrayLike
+    values: jax.Array, stats: jax.Array, a: ArrayLike, size: ArrayLike
 ) -> jax.Array:
     """``β_t = (a/m)·Σ_i w_i·y_i·h_t(x_i) = (a/m)·Σ_λ h_t(λ)·(w^1(λ) − w^{−1}(λ))`` (§3 step
-    2.2, paper (142)) from leaf values ``[2**d]`` and leaf sums ``[2**d, 2]``."""
-    return a / m * jnp.sum(values * (stats[:, 1] - stats[:, 0]))
+    2.2, paper (142)) from leaf values ``[2**d]`` and leaf sums ``[2**d, 2]``. Under DP the
+    normaliser ``m`` is the public size ``ñ`` (any public constant keeps the releases' bounds:
+    the folded values are clamped, and ``β``'s sensitivity is ``2aM/ñ``)."""
+    return a / size * jnp.sum(values * (stats[:, 1] - stats[:, 0]))
 
 
 def release_leaves(
@@ -107,62 +125,83 @@ def release_leaves(
     epsilon_leaf: jax.Array,
     epsilon_beta: jax.Array,
     sensitivity: float,
-    m: jax.Array,
+    size: jax.Array,
     leaf_mechanism: str,
     beta_mode: str,
-) -> tuple[jax.Array, jax.Array]:
-    """Private leaf values ``h̃_t [2**d]`` and leveraging coefficient ``β_t`` (§4.4, §4.5).
+    leaf_composition: str,
+) -> tuple[jax.Array, jax.Array, collections.OrderedDict[str, Cost]]:
+    """Private leaf values ``h̃_t [2**d]`` and leveraging coefficient ``β_t`` (§4.4, §4.5),
+    with the cost of every release.
 
-    ``epsilon_leaf`` is each leaf's budget (each leaf is one release), ``epsilon_beta`` the
-    budget of ``β̃_t`` (``beta_mode="laplace"`` only), ``sensitivity`` 1 (add/remove) or 2
-    (replace-one) for the weighted class sums (bounded value ranges need no multiplier).
+    ``stats`` are the leaves' int32 fixed-point class sums (units of ``2**−WEIGHT_BITS``, exact),
+    ``epsilon_leaf`` each leaf's budget (one release per leaf; with ``leaf_composition=
+    "parallel"`` the disjoint leaves compose in parallel), ``epsilon_beta`` the budget of
+    ``β̃_t`` (``beta_mode="laplace"`` only), ``sensitivity`` 1 (add/remove) or 2 (replace-one)
+    for the weighted class sums (bounded value ranges need no multiplier), ``size`` the public
+    sample size ``ñ`` (bounds the sums; normalises ``β``). Every release goes through
+    :func:`dpjax.mechanisms.laplace_mechanism` (exact noise on a fixed-point grid).
     """
     k_leaf, k_beta = jax.random.split(key)
     a = alpha_link / clamp**2
+    costs = collections.OrderedDict()
     if leaf_mechanism == "counts":
-        noisy = laplace_mechanism(k_leaf, stats, sensitivity, epsilon_leaf)
+        noisy, cost = laplace_mechanism(k_leaf, stats, sensitivity * WEIGHT_UNIT, epsilon_leaf,
+                                        bound=size * WEIGHT_UNIT, integer=True, event_ndim=1,
+                                        label=f"L1 sens. {sensitivity:g}")
+        noisy = noisy / WEIGHT_UNIT
         values = jnp.clip(leaf_link(noisy, alpha_link, zeta), -clamp, clamp)
         if beta_mode == "post":
-            return values, leveraging_coefficient(values, noisy, a, m)
+            beta = leveraging_coefficient(values, noisy, a, size)
     elif beta_mode == "fold":
+        stats = stats / WEIGHT_UNIT
         values = jnp.clip(leaf_link(stats, alpha_link, zeta), -clamp, clamp)
-        folded = jnp.clip(leveraging_coefficient(values, stats, a, m) * values,
-                          -alpha_link, alpha_link)
-        noisy = laplace_mechanism(k_leaf, folded, 2 * alpha_link, epsilon_leaf)
-        return jnp.clip(noisy, -alpha_link, alpha_link), jnp.float32(1.0)
+        folded = leveraging_coefficient(values, stats, a, size) * values
+        noisy, cost = laplace_mechanism(k_leaf, folded, 2 * alpha_link, epsilon_leaf,
+                                        bound=alpha_link, event_ndim=0, label="range 2α_LC")
+        values, beta = jnp.clip(noisy, -alpha_link, alpha_link), jnp.float32(1.0)
     else:
+        stats = stats / WEIGHT_UNIT
         values = jnp.clip(leaf_link(stats, alpha_link, zeta), -clamp, clamp)
-        values = jnp.clip(laplace_mechanism(k_leaf, values, 2 * clamp, epsilon_leaf),
-                          -clamp, clamp)
-    beta = leveraging_coefficient(values, stats, a, m)
+        noisy, cost = laplace_mechanism(k_leaf, values, 2 * clamp, epsilon_leaf, bound=clamp,
+                                        event_ndim=0, label="range 2M")
+        values = jnp.clip(noisy, -clamp, clamp)
+    costs["leaves"] = parallel(cost) if leaf_composition == "parallel" else cost
+    if beta_mode in ("laplace", "paper_fast"):
+        beta = leveraging_coefficient(values, stats / (WEIGHT_UNIT if leaf_mechanism == "counts"
+                                                       else 1.0), a, size)
     if beta_mode == "laplace":
-        beta = laplace_mechanism(k_beta, beta, 2 * a * clamp / m, epsilon_beta)
-    return values, beta
+        beta, costs["leveraging coefficient β_t"] = laplace_mechanism(
+            k_beta, beta, 2 * a * clamp / size, epsilon_beta, bound=2 * a * clamp,
+            label="sens. 2aM/ñ")
+    return values, beta, costs
 
 
 def tree_budgets(
     epsilon: ArrayLike, beta_tree: ArrayLike, oc_private: ArrayLike, *, n_trees: ArrayLike,
-    depth: int,
-    beta_oc: float, beta_share: float, beta_mode: str, leaf_composition: str,
+    depth: int, beta_oc: float, beta_share: float, beta_mode: str, leaf_composition: str,
+    size_share: float,
 ) -> dict[str, jax.Array]:
-    """Per-mechanism budgets of one tree (§4.2, eq. (18); §5.3): ``splits`` (the tree's split
-    total, spent as ``ε_k = splits/(d·2^k)`` per node), ``oc`` (each of the ``d`` O.C
-    releases), ``leaf`` (each leaf), ``beta`` (``β̃_t``). ``oc_private`` (traced bool) says
-    whether the O.C estimates are released (O.C with ``oc_alpha="private"`` and ``d >= 2``)."""
-    per_tree = jnp.asarray(epsilon, jnp.float32) / n_trees
+    """Per-mechanism budgets (§4.2, eq. (18); §5.3), each rounded down so that no float32
+    rounding spends more than its share: ``size`` (the noisy row count, a share ``size_share``
+    of ``ε``, 0 when the size is public), then per tree of ``(ε − size)/T``: ``splits`` (the
+    tree's split total, spent as ``ε_k = splits/(d·2^k)`` per node), ``oc`` (each of the ``d``
+    O.C releases, a share ``β_oc`` of the split budget), ``leaf`` (each leaf), ``beta``
+    (``β̃_t``). ``oc_private`` (traced bool) says whether the O.C estimates are released."""
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    size = round_down(epsilon * size_share)
+    per_tree = round_down(epsilon * (1 - size_share) / n_trees)
     beta_tree = jnp.asarray(beta_tree, jnp.float32)
-    splits = beta_tree * per_tree
+    splits = round_down(beta_tree * per_tree)
     share_oc = jnp.where(oc_private, beta_oc, 0.0)
-    # (1 − β_tree) is exact in float32 for β_tree >= 1/2; per_tree − splits would magnify the
-    # rounding of splits by β/(1 − β) and could exceed the ledger's share
-    predictions = per_tree * (1 - beta_tree)
+    predictions = round_down(per_tree * (1 - beta_tree))
     share_beta = beta_share if beta_mode == "laplace" else 0.0
-    leaves = predictions * (1 - share_beta)
     return {
-        "splits": splits * (1 - share_oc),
-        "oc": jnp.where(oc_private, splits * beta_oc / depth, 1.0),
-        "leaf": leaves / (2**depth if leaf_composition == "sequential" else 1),
-        "beta": jnp.where(share_beta > 0, predictions * share_beta, 1.0),
+        "size": size,
+        "splits": round_down(splits * (1 - share_oc)),
+        "oc": jnp.where(oc_private, round_down(splits * beta_oc / depth), 1.0),
+        "leaf": round_down(predictions * (1 - share_beta) /
+                           (2**depth if leaf_composition == "sequential" else 1)),
+        "beta": jnp.where(share_beta > 0, round_down(predictions * share_beta), 1.0),
     }
 
 
@@ -174,6 +213,7 @@ def fit_boosted(
     *,
     alpha: ArrayLike = 1.0,
     beta_tree: ArrayLike = 0.5,
+    size: ArrayLike | None = None,
     n_trees: int,
     depth: int,
     n_codes_per_feature: np.ndarray,
@@ -188,18 +228,25 @@ def fit_boosted(
     oc_alpha: str | None = None,
     beta_oc: float = 0.1,
     beta_share: float = 0.1,
+    size_share: float = 0.05,
     n_active: ArrayLike | None = None,
-) -> BoostedTrees:
+) -> tuple[BoostedTrees, collections.OrderedDict[str, Cost]]:
     """Mα-boost (Algorithm 1, spec §3) of ``n_trees`` complete depth-``depth`` Mα trees.
 
     Args:
-      key: PRNG key (tree ``t`` uses ``fold_in(key, t)``, split into its splits', O.C and
-        leaves' streams).
+      key: PRNG key, split into the noisy row count's key and the trees' key ``k``; tree ``t``
+        uses ``fold_in(k, t)`` (split into its splits', O.C and leaves' streams).
       codes: uint8 ``[m, n]``; y: int ``[m]`` in ``{0, 1}`` (class 1 is ``y = +1``).
       epsilon: total budget (traced) or ``None`` for non-private boosting (argmin splits, purity
         stop, exact leaves, no clamp, ``M = M_ζ(α_LC)``).
       alpha: traced α strategy: a fixed ``α ∈ (0, 1]`` or ``OBJECTIVE_CALIBRATION`` (O.C).
       beta_tree: traced share of each tree's budget spent on its splits (§4.2).
+      size: the public sample size ``ñ`` (traced): a declared size, or the row count under
+        replace-one (where it is public). ``None`` under DP: the row count is private (add/
+        remove), so a noisy count is released first with a share ``size_share`` of ``ε``
+        (exact discrete Laplace, sensitivity 1). ``ñ`` sets the split sensitivity
+        ``Δ^(α)(ñ)`` (the criterion's class sums are clamped to it), bounds the released sums
+        and normalises ``β_t``. Without DP the row count is used.
       n_trees, depth: static ``T`` and ``d``.
       sensitivity: 1 (add/remove-one) or 2 (replace-one) (§4.1).
       clamp: ``M`` (DP leaf values are clamped to ``[−M, M]``; ``a = α_LC/M²``).
@@ -207,15 +254,22 @@ def fit_boosted(
       oc_link_alpha: ``α_LC`` under O.C (§5.4).
       leaf_mechanism, beta_mode: see the module docstring (§4.4–§4.5).
       leaf_composition: ``"sequential"`` (``ε_leaf = β_pred·ε/(T·2^d)``) or ``"parallel"``
-        (``β_pred·ε/T``; add/remove with the counts mechanism only, §4.2).
+        (``β_pred·ε/T``, the leaves partition the data; counts mechanism only, §4.2).
       oc_alpha: ``"private"`` (per-level noisy calibration, §5.3) or ``"exact"`` (§5.2);
         ``None``: private under DP, exact without.
       beta_oc: share of the split budget for the O.C releases (§5.3).
       beta_share: share of the leaves' budget for ``β̃_t`` when ``beta_mode="laplace"``.
+      size_share: share of ``ε`` for the noisy row count (only when ``size`` is ``None``).
       n_active: optional traced number of trees ``T' <= n_trees`` actually boosted: the budget
         is split over ``T'`` trees and rounds ``t >= T'`` release nothing (zero leaves and
-        ``β``), so the first ``T'`` trees equal a ``T'``-tree fit and one compiled program
-        serves every ``T' <= n_trees`` (e.g. a sweep over ``T ∈ {2, 5, 10, 20}``).
+        ``β``, zero cost), so the first ``T'`` trees equal a ``T'``-tree fit and one compiled
+        program serves every ``T' <= n_trees`` (e.g. a sweep over ``T ∈ {2, 5, 10, 20}``).
+
+    Returns:
+      ``(model, costs)``: the :class:`BoostedTrees` and the cost of every release (empty
+      without DP): ``"row count"`` (when released), and per tree (leading axis ``T``)
+      ``"splits at depth k"`` ``[T, 2**k]``, ``"O.C level errors"``, ``"leaves"`` and
+      ``"leveraging coefficient β_t"``.
     """
     if n_classes != 2:
         raise ValueError(f"Mα-boost is a binary classifier; got {n_classes} classes")
@@ -224,45 +278,62 @@ def fit_boosted(
                          f"beta_mode={beta_mode!r}; valid pairs: {sorted(VALID_MODES)}")
     private = epsilon is not None
     oc_alpha = resolve_oc_alpha(oc_alpha, private)
-    m = codes.shape[0]
     sign = 2.0 * jnp.asarray(y, jnp.float32) - 1.0
     alpha = jnp.asarray(alpha, jnp.float32)
     alpha_link = link_alpha(alpha, oc_link_alpha)
     oc_private = private and oc_alpha == "private" and depth > 1
     active = n_trees if n_active is None else jnp.asarray(n_active, jnp.float32)
+    costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
+    k_size, key = jax.random.split(key)
     if private:
         budget = tree_budgets(epsilon, beta_tree, (alpha < 0) & oc_private, n_trees=active,
                               depth=depth, beta_oc=beta_oc, beta_share=beta_share,
-                              beta_mode=beta_mode, leaf_composition=leaf_composition)
-    bound = jnp.float32(clamp) if private else link_bound(alpha_link, zeta)
+                              beta_mode=beta_mode, leaf_composition=leaf_composition,
+                              size_share=size_share if size is None else 0.0)
+        if size is None:
+            noisy_count, costs["row count"] = laplace_mechanism(
+                k_size, jnp.float32(codes.shape[0]), 1.0,
+                budget["size"], integer=True, label="sens. 1")
+            size = jnp.maximum(noisy_count, 1.0)
+        size = jnp.asarray(size, jnp.float32)
+        bound = jnp.float32(clamp)
+    else:
+        size = jnp.float32(codes.shape[0])
+        bound = link_bound(alpha_link, zeta)
 
     def round_t(margin_sum: jax.Array, t: jax.Array):
         k_tree, k_leaf = jax.random.split(jax.random.fold_in(key, t))
         weights = jnp.clip(inverse_link(-sign * margin_sum, alpha_link),
                            WEIGHT_FLOOR, 1 - WEIGHT_FLOOR)
-        grown = grow_malpha_tree(
+        grown, tree_costs = grow_malpha_tree(
             k_tree, codes, weights, y, depth, n_codes_per_feature, alpha,
-            budget["splits"] if private else None, oc_alpha=oc_alpha,
-            epsilon_oc=budget["oc"] if oc_private else None,
+            budget["splits"] if private else None, size=size if private else None,
+            oc_alpha=oc_alpha, epsilon_oc=budget["oc"] if oc_private else None,
             sensitivity_multiplier=sensitivity)
         if private:
-            values, beta = release_leaves(
+            values, beta, leaf_costs = release_leaves(
                 k_leaf, grown.leaf_stats, alpha_link, clamp=clamp, zeta=zeta,
                 epsilon_leaf=budget["leaf"], epsilon_beta=budget["beta"],
-                sensitivity=sensitivity, m=m, leaf_mechanism=leaf_mechanism,
-                beta_mode=beta_mode)
+                sensitivity=sensitivity, size=size, leaf_mechanism=leaf_mechanism,
+                beta_mode=beta_mode, leaf_composition=leaf_composition)
+            tree_costs.update(leaf_costs)
         else:
             values = leaf_link(grown.leaf_stats, alpha_link, zeta)
-            beta = leveraging_coefficient(values, grown.leaf_stats, alpha_link / bound**2, m)
+            beta = leveraging_coefficient(values, grown.leaf_stats, alpha_link / bound**2, size)
         live = t < active
         values, beta = jnp.where(live, values, 0.0), jnp.where(live, beta, 0.0)
+        tree_costs = collections.OrderedDict(
+            (what, cost.gated(live)) for what, cost in tree_costs.items())
         margin_sum = margin_sum + beta * values[grown.example_leaf]
-        return margin_sum, (grown.feature, grown.threshold, values, beta, grown.alpha)
+        return margin_sum, (grown.feature, grown.threshold, values, beta, grown.alpha,
+                            tree_costs)
 
-    _, (feature, threshold, values, beta, node_alpha) = jax.lax.scan(
-        round_t, jnp.zeros(m, jnp.float32), jnp.arange(n_trees))
-    return BoostedTrees(trees=DenseTree(feature=feature, threshold=threshold, leaf=values),
-                        beta=beta, alpha=node_alpha)
+    _, (feature, threshold, values, beta, node_alpha, tree_costs) = jax.lax.scan(
+        round_t, jnp.zeros(codes.shape[0], jnp.float32), jnp.arange(n_trees))
+    model = BoostedTrees(trees=DenseTree(feature=feature, threshold=threshold, leaf=values),
+                         beta=beta, alpha=node_alpha)
+    costs.update(tree_costs)
+    return model, costs
 
 
 def boosted_decision(model: BoostedTrees, codes: jax.Array) -> jax.Array:

@@ -4,9 +4,10 @@ Choromanski & LeCun (2014); spec ``shared/specs/dp-random-decision-trees.md``.
 The structure of each of the ``k`` trees comes from the key alone (spec §1.2); only the leaf
 class counts touch the data. Under DP every counter of every leaf (empty ones included) gets
 Laplace noise of scale ``k * Delta / eps`` (Algorithm 2, §3.1: the paper's ``g(eta/k)``, where
-the paper's privacy budget ``eta`` is our ``epsilon``); ``Delta = 1`` for add/remove-one
-neighbours and 2 for replace-one (A2). Each tree's count vector is one ``eps/k``-DP release,
-so the forest is ``eps``-DP by sequential composition (§3.2).
+the paper's privacy budget ``eta`` is our ``epsilon``) — exact discrete Laplace noise, since the
+counts are integers (:func:`dpjax.mechanisms.laplace_mechanism`); ``Delta = 1`` for
+add/remove-one neighbours and 2 for replace-one (A2). Each tree's count vector is one
+``eps/k``-DP release, so the forest is ``eps``-DP by sequential composition (§3.2).
 
 Multi-class is the spec's A11 extension: ``C`` counters per leaf, each noised the same way, the
 leaf distribution ``theta`` their normalisation, a uniform Dirichlet(1) draw as the fallback
@@ -16,8 +17,9 @@ The same function fits the RF-L / RF-E baselines of Nock & Henecka (spec
 ``shared/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
 (``leaf_composition="leaf"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the
 leaves"), with the Laplace mechanism and the noisy argmax as the leaf label (RF-L,
-``leaf_estimate="label"``) or the exponential mechanism on the counts (RF-E,
-``noise="exponential"``, utility sensitivity 1), and the forest takes the majority vote.
+``leaf_estimate="label"``) or a private selection on the counts (RF-E, ``noise="exponential"``,
+utility sensitivity 1; permute-and-flip, which has the exponential mechanism's guarantee), and
+the forest takes the majority vote.
 """
 
 from __future__ import annotations
@@ -25,15 +27,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpjax.mechanisms import (
-    discrete_laplace_mechanism,
-    exponential_mechanism,
-    laplace_mechanism,
-)
+from dpjax.mechanisms import Cost, laplace_mechanism, parallel, permute_and_flip
+from dpjax.mechanisms.rounding import round_down
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
 
 VOTING = ("majority", "threshold", "probabilistic")
-NOISE = ("laplace", "discrete_laplace", "exponential")
+NOISE = ("laplace", "exponential")
 LEAF_ESTIMATES = ("smoothed", "paper", "label")
 FOREST_COMPOSITIONS = ("tree", "leaf")
 
@@ -73,21 +72,11 @@ def leaf_distribution(
     return jnp.where(fallback[..., None], uniform, counts / total[..., None])
 
 
-def perturb_counts(
-    key: jax.Array, counts: jax.Array, epsilon_each: jax.Array, sensitivity: float,
-    noise: str,
-) -> jax.Array:
-    """Release every counter with the Laplace (Algorithm 2) or discrete-Laplace (A25) mechanism
-    at ``epsilon_each``, the budget of one released count vector: noise of scale
-    ``Delta / epsilon_each``."""
-    mechanism = laplace_mechanism if noise == "laplace" else discrete_laplace_mechanism
-    return mechanism(key, counts, sensitivity, epsilon_each)
-
-
 def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str) -> jax.Array:
-    """Budget of one released count vector: a whole tree's (``eps / k``, parallel over its
-    disjoint leaves, ``"tree"``) or one leaf's (``eps / (k * 2^d)``, ``"leaf"``)."""
-    return epsilon / (n_trees * (2**depth if composition == "leaf" else 1))
+    """Budget of one released count vector, rounded down: a whole tree's (``eps / k``, ``"tree"``,
+    the tree's leaves are disjoint and released as one vector) or one leaf's (``eps / (k *
+    2^d)``, ``"leaf"``)."""
+    return round_down(epsilon / (n_trees * (2**depth if composition == "leaf" else 1)))
 
 
 def fit_random_trees(
@@ -105,46 +94,63 @@ def fit_random_trees(
     threshold_range: str = "global",
     leaf_estimate: str = "smoothed",
     leaf_composition: str = "tree",
-) -> DenseTree:
+    structure_key: jax.Array | None = None,
+) -> tuple[DenseTree, dict[str, Cost]]:
     """Fit a forest of ``n_trees`` random trees of height ``depth`` (spec Algorithms 1 and 2).
 
     Args:
-      key: PRNG key (structure, noise and fallback draws use independent subkeys).
+      key: PRNG key of the releases (noise and fallback draws use independent subkeys).
       codes: uint8 ``[m, n]``; y: int32 ``[m]`` class indices.
       epsilon: total budget (the paper's ``eta``), traced; ``None`` fits without noise.
       n_trees, depth, n_classes: static sizes; n_codes_per_feature: int ``[n]``.
       sensitivity: L1 sensitivity of one tree's counts (1 add/remove, 2 replace-one).
-      noise: ``"laplace"`` (paper), ``"discrete_laplace"``, or ``"exponential"`` (RF-E: each
-        leaf's label drawn with probability ``∝ exp(eps_leaf * count / 2)``).
+      noise: ``"laplace"`` (the paper's mechanism, with exact discrete Laplace noise on the
+        integer counts) or ``"exponential"`` (RF-E: each leaf's label drawn by the
+        exponential-mechanism family, permute-and-flip on the counts).
       threshold_range: ``"global"`` (paper) or ``"cell"`` (A4; see
         :func:`dpjax.trees.random_splits`).
       leaf_estimate: ``"smoothed"``, ``"paper"`` or ``"label"`` (see
         :func:`leaf_distribution`).
       leaf_composition: ``"tree"`` or ``"leaf"`` (see :func:`leaf_epsilon`).
+      structure_key: key of the data-independent tree structures (default: derived from
+        ``key``). Structures read no data, so models that differ only in their budget may share
+        them (a sweep does) while every release keeps its own noise.
 
     Returns:
-      A batched :class:`DenseTree` with ``[n_trees]`` leading axis and leaf
-      ``theta [n_trees, 2**depth, n_classes]``.
+      ``(forest, costs)``: a batched :class:`DenseTree` with ``[n_trees]`` leading axis and
+      leaf ``theta [n_trees, 2**depth, n_classes]``, and ``{"leaf class counts": cost}`` with
+      one cost per released vector (``[n_trees]`` or ``[n_trees, 2**depth]``; empty without
+      DP).
     """
     k_structure, k_noise, k_fallback = jax.random.split(key, 3)
+    if structure_key is not None:
+        k_structure = structure_key
     feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None, None))(
         tree_keys(k_structure, n_trees), depth, n_codes_per_feature, threshold_range)
     leaves = jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
-    onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.float32)
+    onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.int32)     # int32: exact counts
     counts = jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, 2**depth)
-    if epsilon is not None:
-        epsilon_each = leaf_epsilon(epsilon, n_trees, depth, leaf_composition)
-        if noise == "exponential":
-            # Moving one example changes each class's count by at most 1 under either relation;
-            # a replaced example can touch two leaves of a tree, which share its budget then.
-            if leaf_composition == "tree":
-                epsilon_each = epsilon_each / sensitivity
-            label = exponential_mechanism(k_noise, counts, 1.0, epsilon_each)
-            return DenseTree(feature=feature, threshold=threshold,
-                             leaf=jax.nn.one_hot(label, n_classes, dtype=jnp.float32))
-        counts = perturb_counts(k_noise, counts, epsilon_each, sensitivity, noise)
-    return DenseTree(feature=feature, threshold=threshold,
-                     leaf=leaf_distribution(k_fallback, counts, leaf_estimate))
+    if epsilon is None:
+        return DenseTree(feature=feature, threshold=threshold, leaf=leaf_distribution(
+            k_fallback, counts.astype(jnp.float32), leaf_estimate)), {}
+    epsilon_each = leaf_epsilon(epsilon, n_trees, depth, leaf_composition)
+    per_leaf = leaf_composition == "leaf"
+    if noise == "exponential":
+        # One example moves each class's count of a leaf by at most 1 under either relation; a
+        # replaced example can touch two leaves of a tree, which share the tree's budget then.
+        touched = 1 if per_leaf else int(sensitivity)
+        label, cost = permute_and_flip(k_noise, counts, 1.0, epsilon_each / touched,
+                                       label="sens. 1")
+        cost = cost if per_leaf else parallel(cost, touched=touched)
+        leaf = jax.nn.one_hot(label, n_classes, dtype=jnp.float32)
+        return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {
+            "leaf labels": cost}
+    counts, cost = laplace_mechanism(k_noise, counts, sensitivity, epsilon_each, integer=True,
+                                     event_ndim=1 if per_leaf else 2,
+                                     label=f"L1 sens. {sensitivity:g}")
+    forest = DenseTree(feature=feature, threshold=threshold,
+                       leaf=leaf_distribution(k_fallback, counts, leaf_estimate))
+    return forest, {"leaf class counts": cost}
 
 
 def forest_proba(forest: DenseTree, codes: jax.Array, voting: str = "majority") -> jax.Array:

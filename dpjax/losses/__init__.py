@@ -5,6 +5,7 @@ from dpjax.losses.impurity import gini_impurity, gini_split_score
 from dpjax.losses.proper import (
     bayes_risk,
     canonical_link,
+    clamped_split_risk,
     gini_risk,
     inverse_link,
     log_risk,
@@ -19,6 +20,7 @@ from dpjax.losses.proper import (
 __all__ = [
     "bayes_risk",
     "canonical_link",
+    "clamped_split_risk",
     "gini_impurity",
     "gini_risk",
     "gini_split_score",

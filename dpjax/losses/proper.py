@@ -156,3 +156,19 @@ def split_risk(left: ArrayLike, right: ArrayLike, alpha: ArrayLike) -> jax.Array
     ``[..., 2]`` (as :func:`dpjax.trees.histogram.split_stats` gives them). Lower is better; its
     add/remove-one sensitivity is :func:`split_sensitivity` (§1.7, §4.3)."""
     return node_risk(left, alpha) + node_risk(right, alpha)
+
+
+def clamped_split_risk(left: ArrayLike, right: ArrayLike, alpha: ArrayLike,
+                       bound: ArrayLike) -> jax.Array:
+    """:func:`split_risk` of the children's class sums clamped coordinate-wise to ``bound``
+    (a public sample size ``ñ``): its add/remove-one sensitivity is ``Δ^(α)(ñ)`` whatever the
+    private sample size ``m`` (under DP the row count is private, so ``m`` itself may not set
+    the sensitivity).
+
+    Why: ``f(x, y) = (x + y)·L(x/(x + y))`` is concave and non-decreasing in each class sum and
+    ``f(0, y) = 0``. An example of weight ``w <= 1`` moves one clamped sum by ``w' <= w``, so the
+    criterion moves by at most ``f(w', y') − f(0, y') <= f(1, ñ) = Ľ(1, ñ + 1) <= Δ^(α)(ñ)``
+    with the other clamped sum ``y' <= ñ`` (spec §1.7, Thm 3 with ``m = ñ``). When ``ñ >= m``
+    nothing is clamped and this is :func:`split_risk`."""
+    bound = jnp.asarray(bound)
+    return split_risk(jnp.minimum(left, bound), jnp.minimum(right, bound), alpha)

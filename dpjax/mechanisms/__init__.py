@@ -1,40 +1,35 @@
-"""DP mechanisms (explicit PRNG keys, ``vmap``-able) and the privacy ledger."""
+"""DP mechanisms (explicit PRNG keys, ``vmap``-able, exact samplers) and privacy accounting.
+
+Every mechanism returns ``(release, Cost)``: the object that sets the noise also reports what it
+spent; the ledger is assembled from those costs.
+"""
 
 from dpjax.mechanisms.accounting import (
     NEIGHBOURING,
+    Cost,
     LedgerEntry,
     PrivacyLedger,
     advanced_composition,
-    allocate,
     check_epsilon,
-    split_budget,
+    parallel,
     zcdp_to_dp,
 )
-from dpjax.mechanisms.discrete import discrete_laplace_mechanism, discrete_laplace_noise
-from dpjax.mechanisms.exponential import exponential_logits, exponential_mechanism
-from dpjax.mechanisms.gaussian import (
-    gaussian_mechanism,
-    gaussian_sigma,
-    gaussian_sigma_zcdp,
-)
-from dpjax.mechanisms.laplace import laplace_mechanism, laplace_scale
+from dpjax.mechanisms.exact import bernoulli_exp, discrete_laplace, uniform_below
+from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.mechanisms.laplace import laplace_mechanism
 
 __all__ = [
     "NEIGHBOURING",
+    "Cost",
     "LedgerEntry",
     "PrivacyLedger",
     "advanced_composition",
-    "allocate",
+    "bernoulli_exp",
     "check_epsilon",
-    "discrete_laplace_mechanism",
-    "discrete_laplace_noise",
-    "exponential_logits",
-    "exponential_mechanism",
-    "gaussian_mechanism",
-    "gaussian_sigma",
-    "gaussian_sigma_zcdp",
+    "discrete_laplace",
     "laplace_mechanism",
-    "laplace_scale",
-    "split_budget",
+    "parallel",
+    "permute_and_flip",
+    "uniform_below",
     "zcdp_to_dp",
 ]

@@ -1,30 +1,91 @@
-"""Privacy accounting: the ledger every fitted model carries.
+"""Privacy accounting: the cost each mechanism reports, and the ledger every model carries.
 
-Each release computed from the private data is one :class:`LedgerEntry`; totals use basic
-(sequential) composition by default, with the advanced composition theorem (Dwork, Rothblum &
-Vadhan 2010, heterogeneous form) and zero-concentrated DP (Bun & Steinke 2016) available.
-Data-dependent choices that are *not* private (bounds taken from the data, say) are entries
-with ``private=False``: they make the spent epsilon infinite, because no DP guarantee holds.
+A mechanism that adds noise also states what it spent (OpenDP's "measurement with a privacy
+map"): it returns a :class:`Cost` computed from the noise scale it actually used. A learner's
+fit returns its costs keyed by what was released; the :class:`PrivacyLedger` is assembled from
+those costs alone (:meth:`PrivacyLedger.with_costs`), so there is no second derivation of the
+budget split. Totals use basic (sequential) composition, with the advanced composition theorem
+(Dwork, Rothblum & Vadhan 2010, heterogeneous form) and zero-concentrated DP (Bun & Steinke
+2016) available. Data-dependent choices that are *not* private (bounds taken from the data, say)
+are entries with ``private=False``: they make the spent epsilon infinite.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """What a batch of releases of one kind spent: ``epsilon`` and ``delta`` per release.
+
+    A pytree (``mechanism`` is static metadata), so costs come out of ``jit``, ``vmap`` and
+    ``lax.scan`` like any result: leading axes are releases composed sequentially (trees,
+    leaves, seeds of a sweep). Combine disjoint releases with :func:`parallel` first.
+
+    Attributes:
+      epsilon: float32 array, the ``ε`` each release spent (0 for a release that was skipped).
+      delta: float32 array of the same shape.
+      mechanism: what drew the noise, e.g. ``"discrete Laplace (L1 sens. 1)"``.
+    """
+
+    epsilon: Any
+    delta: Any
+    mechanism: str = ""
+
+    def gated(self, live: jax.Array) -> Cost:
+        """The cost where ``live`` (broadcast against ``epsilon``), zero elsewhere (a round
+        that released nothing)."""
+        return Cost(jnp.where(live, self.epsilon, 0.0), jnp.where(live, self.delta, 0.0),
+                    self.mechanism)
+
+
+jax.tree_util.register_dataclass(Cost, data_fields=["epsilon", "delta"],
+                                 meta_fields=["mechanism"])
+
+
+def parallel(cost: Cost, axis: int | tuple[int, ...] = -1, *, touched: int = 1) -> Cost:
+    """Parallel composition: releases along ``axis`` read disjoint parts of the data (the nodes
+    of one level, the leaves of one tree), so together they cost their maximum — times
+    ``touched``, the number of parts one change of a record can reach (2 under replace-one when
+    each part's release is calibrated to a single record's change)."""
+    return Cost(touched * jnp.max(cost.epsilon, axis=axis),
+                touched * jnp.max(cost.delta, axis=axis), cost.mechanism)
+
 
 NEIGHBOURING = ("add_remove", "replace_one")
 
 
+def _number(value: Any, name: str, expected: str) -> float:
+    """``value`` as a float, or ``ValueError`` naming ``name`` (strings and bools refused)."""
+    try:
+        if isinstance(value, (str, bytes, bool)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {expected}, got {value!r}") from None
+
+
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float, or raise ``ValueError`` unless ``0 < epsilon < inf``."""
-    try:
-        if isinstance(epsilon, (str, bytes, bool)):
-            raise TypeError
-        value = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number or None, got {epsilon!r}") from None
+    value = _number(epsilon, name, "a positive number or None")
     if not (value > 0.0 and math.isfinite(value)):
         raise ValueError(f"{name} must be > 0 and finite, got {epsilon!r}")
+    return value
+
+
+def check_delta(delta: float) -> float:
+    """Return ``delta`` as a float, or raise ``ValueError`` unless ``0 <= delta < 1``."""
+    value = _number(delta, "delta", "a number in [0, 1)")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     return value
 
 
@@ -40,25 +101,6 @@ def check_neighbouring(neighbouring: str) -> str:
         raise ValueError(f"neighbouring must be one of {NEIGHBOURING} (or an alias in "
                          f"{sorted(NEIGHBOURING_ALIASES)}), got {neighbouring!r}")
     return neighbouring
-
-
-def split_budget(epsilon: float, parts: int) -> float:
-    """Per-part share ``eps / parts``, rounded down so that ``share * parts <= eps`` exactly
-    in floating point (the ledger total must never exceed the request)."""
-    return allocate(epsilon, [(1.0, parts)])[0]
-
-
-def allocate(epsilon: float, parts: list[tuple[float, int]]) -> list[float]:
-    """Per-release budgets of ``parts = [(fraction, count), ...]``: part ``i`` is ``count_i``
-    releases of ``epsilon * fraction_i / count_i`` each. The fractions must sum to at most 1;
-    the budgets are then nudged down (by ulps) until ``fsum(each_i * count_i) <= epsilon``, so
-    the ledger total equals ``epsilon`` up to float rounding and never exceeds it."""
-    if any(f < 0 for f, _ in parts) or math.fsum(f for f, _ in parts) > 1 + 1e-12:
-        raise ValueError(f"budget fractions must be >= 0 and sum to <= 1, got {parts}")
-    each = [epsilon * f / c for f, c in parts]
-    while math.fsum(e * c for e, (_, c) in zip(each, parts, strict=True)) > epsilon:
-        each = [math.nextafter(e, 0.0) for e in each]
-    return each
 
 
 def advanced_composition(
@@ -125,6 +167,30 @@ class PrivacyLedger:
     def record(self, entry: LedgerEntry) -> PrivacyLedger:
         """A new ledger with ``entry`` appended."""
         return dataclasses.replace(self, entries=(*self.entries, entry))
+
+    def with_costs(self, costs: Mapping[str, Cost]) -> PrivacyLedger:
+        """A new ledger with one entry per distinct per-release ``(ε, δ)`` of each cost (the
+        costs a fit returned, concrete), in order; releases that spent nothing are left out.
+
+        Raises ``ValueError`` if a cost is NaN: a mechanism found its budget too small for its
+        sampler's range (the budget is public, so saying so leaks nothing)."""
+        ledger = self
+        for what, cost in costs.items():
+            epsilon = np.asarray(cost.epsilon, np.float64).reshape(-1)
+            delta = np.broadcast_to(np.asarray(cost.delta, np.float64), np.shape(
+                cost.epsilon)).reshape(-1)
+            if np.isnan(epsilon).any() or np.isnan(delta).any():
+                raise ValueError(
+                    f"epsilon is too small: the budget of one release of {what!r} needs noise "
+                    "beyond the exact sampler's range (scale 2**31); use a larger epsilon or "
+                    "fewer trees / leaves")
+            pairs, counts = np.unique(np.stack([epsilon, delta], -1), axis=0,
+                                      return_counts=True)
+            for (eps, dlt), count in zip(pairs, counts, strict=True):
+                if eps > 0 or dlt > 0:
+                    ledger = ledger.record(LedgerEntry(what, cost.mechanism, float(eps),
+                                                       float(dlt), int(count)))
+        return ledger
 
     @property
     def private(self) -> bool:

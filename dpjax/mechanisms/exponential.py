@@ -1,8 +1,22 @@
-"""Exponential mechanism by the Gumbel-max trick (McSherry & Talwar 2007).
+"""Private selection: the permute-and-flip mechanism with exact coins.
 
-Sampling ``argmax_i (eps * u_i / (2 * Delta) + G_i)`` with i.i.d. standard Gumbel ``G_i`` draws
-index ``i`` with probability ``softmax(eps * u / (2 * Delta))_i``: exactly the exponential
-mechanism with utility ``u`` of sensitivity ``Delta``, which is ``eps``-DP.
+McKenna & Sheldon, *Permute-and-Flip: A new mechanism for differentially private selection*
+(NeurIPS 2020): visit the candidates in a uniformly random order and stop at the first ``r``
+whose coin ``Bernoulli(exp(ε·(u_r − u*)/(2Δ)))`` comes up heads, ``u*`` the best utility. It
+is ``ε``-DP for utilities of sensitivity ``Δ`` (the exponential mechanism's guarantee, McSherry
+& Talwar 2007) and its expected utility is never worse than the exponential mechanism's.
+
+The visit order is independent of the coins, so the first success in a random order is a
+uniform choice among the candidates whose coin succeeds: every coin is drawn at once (exact
+Bernoulli(exp(−γ)) coins, :func:`dpjax.mechanisms.exact.bernoulli_exp`) and one success is
+picked by an exact uniform integer. The best candidate's coin is always heads, so there is
+always one. No floating-point sampling is involved (the Gumbel-max trick in float32 never
+picks a candidate ~20 logits behind the best, and is not exact elsewhere either).
+
+``γ_r = c·(u* − u_r)`` with ``c = (ε − 2**−30)/(2Δ)`` rounded down is put on the ``2**−32``
+grid by rounding up; that moves each coin's log-probability by at most ``2**−32`` and the
+``2**−30`` set aside covers it, so the selection is ``ε``-DP (the utilities and their
+differences are evaluated in float32: see the README's limitations).
 """
 
 from __future__ import annotations
@@ -11,45 +25,62 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.exact import bernoulli_exp, uniform_below
 from dpjax.mechanisms.rounding import round_down
 
-
-def exponential_logits(
-    utility: ArrayLike, sensitivity: ArrayLike, epsilon: ArrayLike, *, monotonic: bool = False
-) -> jax.Array:
-    """Log-probabilities (up to a constant) ``eps * u / (2 Delta)`` of the exponential mechanism.
-
-    With ``monotonic=True`` (utilities that move in one direction between neighbours) the
-    factor 2 is dropped, as McSherry & Talwar allow.
-    """
-    factor = 1.0 if monotonic else 2.0
-    scale = round_down(jnp.asarray(epsilon, jnp.float32) / (factor * jnp.asarray(sensitivity)))
-    return jnp.asarray(utility) * scale
+GAMMA_SLACK = 2.0**-30
+WHOLE_CAP = 2**30
 
 
-def exponential_mechanism(
+def coin_rates(gamma: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``γ >= 0`` (float32, ``inf`` allowed) as ``(whole, frac)`` with ``frac`` in units of
+    ``2**−32``, rounded up (the coin ``exp(−γ)`` can only get less likely)."""
+    gamma = jnp.minimum(gamma, jnp.float32(WHOLE_CAP))
+    whole = jnp.floor(gamma)
+    frac = jnp.ceil((gamma - whole) * jnp.float32(2.0**32))
+    return whole.astype(jnp.int32), frac.astype(jnp.uint32)
+
+
+def permute_and_flip(
     key: jax.Array,
     utility: ArrayLike,
     sensitivity: ArrayLike,
     epsilon: ArrayLike,
     *,
-    monotonic: bool = False,
-) -> jax.Array:
-    """Pick an index along the last axis of ``utility`` with the exponential mechanism.
-
-    Candidates with utility ``-inf`` are never chosen (masking is free). Leading axes are
-    independent selections (one per node, say), each ``epsilon``-DP on its own.
+    label: str = "",
+) -> tuple[jax.Array, Cost]:
+    """Pick an index along the last axis of ``utility`` (higher is better) with permute-and-flip.
 
     Args:
-      key: PRNG key.
-      utility: ``[..., n_candidates]`` utilities (higher is better).
-      sensitivity: global sensitivity ``Delta`` of the utility (scalar or broadcastable).
-      epsilon: privacy budget of one selection (traced; may be an array under ``vmap``).
-      monotonic: use ``eps * u / Delta`` for monotone utilities.
+      key: PRNG key of this selection (never shared with another release).
+      utility: ``[*batch, n_candidates]``; ``-inf`` marks candidates that are never chosen. The
+        leading axes are independent selections (one per node, say).
+      sensitivity: ``Δ`` of the utility between neighbouring datasets (broadcastable to
+        ``batch``; traced allowed).
+      epsilon: budget of one selection (traced allowed).
+      label: how the sensitivity reads in the ledger.
 
     Returns:
-      int32 ``[...]`` chosen indices.
+      ``(index int32 [*batch], cost)`` with ``cost.epsilon`` of shape ``batch``. A row with no
+      finite utility returns index 0.
     """
-    logits = exponential_logits(utility, sensitivity, epsilon, monotonic=monotonic)
-    gumbel = jax.random.gumbel(key, logits.shape, dtype=logits.dtype)
-    return jnp.argmax(logits + gumbel, axis=-1).astype(jnp.int32)
+    utility = jnp.asarray(utility, jnp.float32)
+    batch_shape = utility.shape[:-1]
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    sensitivity = jnp.broadcast_to(jnp.asarray(sensitivity, jnp.float32), batch_shape)
+    rate = round_down(jnp.maximum(epsilon - GAMMA_SLACK, 0.0) / (2.0 * sensitivity))
+    finite = jnp.isfinite(utility)
+    best = jnp.max(jnp.where(finite, utility, -jnp.inf), axis=-1, keepdims=True)
+    gamma = jnp.where(finite, rate[..., None] * (best - utility), jnp.inf)
+    whole, frac = coin_rates(jnp.where(finite, gamma, 0.0))
+    k_coins, k_pick = jax.random.split(key)
+    heads = bernoulli_exp(k_coins, whole, frac) & finite
+    count = jnp.sum(heads, axis=-1)
+    pick = uniform_below(k_pick, jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
+    rank = jnp.cumsum(heads, axis=-1) - 1
+    index = jnp.argmax(heads & (rank == pick[..., None]), axis=-1).astype(jnp.int32)
+    name = "permute-and-flip" + (f" ({label})" if label else "")
+    cost = Cost(jnp.broadcast_to(epsilon, batch_shape), jnp.zeros(batch_shape, jnp.float32),
+                name)
+    return index, cost

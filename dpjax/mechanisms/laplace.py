@@ -1,30 +1,147 @@
-"""Laplace mechanism (Dwork, McSherry, Nissim & Smith 2006).
+"""The Laplace mechanism on a fixed-point grid, with an exact discrete Laplace sampler.
 
-``f(D) + Lap(Delta / eps)`` is ``eps``-DP when ``f`` has L1 sensitivity ``Delta``. The noise
-is drawn with floating point, which leaks through the low-order bits (Mironov 2012); use
-:func:`dpjax.mechanisms.discrete_laplace_mechanism` on integer counts where that matters.
+Dwork, McSherry, Nissim & Smith (2006) add ``Lap(Δ/ε)`` to a query of L1 sensitivity ``Δ``. Done
+in floating point the output's low-order bits identify the input (Mironov 2012), so dpjax never
+adds float noise to a released value. Instead (Canonne, Kamath & Steinke 2020, §5; the
+"noise on a fixed-point grid" route):
+
+1. the value is clipped to its public bound ``[−B, B]`` (1-Lipschitz: the sensitivity holds);
+2. it is put on the grid ``g·Z`` by ``v_int = floor(v / g)``, ``g`` a power of two chosen from
+   the public ``Δ``, ``ε`` and ``B`` alone; ``|floor(x) − floor(x')| <= ceil(|x − x'|)``, so the
+   grid values have L1 sensitivity ``Δ_int = ceil(Δ/g) + (coordinates − 1)``;
+3. exact discrete Laplace noise of scale ``t/s >= Δ_int/ε`` is added in integer arithmetic;
+4. the result ``g·clip(v_int + Z, ±2**29)`` is released (the clip and the float conversion are
+   post-processing of an exactly distributed integer).
+
+Integer statistics (``integer=True``: counts, or sums of fixed-point weights, computed exactly in
+int32) use ``g = 1``: no rounding at all. Real values get about ``2**GRID_BITS`` grid steps per
+unit of sensitivity, so the rounding is far below the noise; the sensitivity proof needs the
+value itself to be computed exactly (a clipped value, a range), which is why dpjax computes the
+statistics it releases in integer arithmetic.
+
+The mechanism returns its release *and* its :class:`~dpjax.mechanisms.accounting.Cost`: the
+``ε`` implied by the noise it actually drew, ``Δ_int·s/t <= ε`` (exact in float32), never a
+second derivation of the budget.
 """
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.exact import discrete_laplace, laplace_fraction
 from dpjax.mechanisms.rounding import round_up
 
+GRID_BITS = 10
+"""Grid steps per unit of sensitivity, ``2**GRID_BITS`` (fewer when ``ε`` is below
+``2**(GRID_BITS − 20)``, to keep the integer scale within the sampler's range)."""
+MAX_GRID_VALUE = 2**28
+"""Grid values are clipped to ``±2**28`` before the noise (so a value's bound sets the grid)."""
+RELEASE_CLIP = 2**29
 
-def laplace_scale(sensitivity: ArrayLike, epsilon: ArrayLike) -> jax.Array:
-    """Scale ``b = Delta / eps`` of Laplace noise for ``eps``-DP (variance ``2 b**2``), rounded
-    up a few float32 ulps so rounding never lowers it (:mod:`dpjax.mechanisms.rounding`)."""
-    return round_up(jnp.asarray(sensitivity, jnp.float32) / jnp.asarray(epsilon, jnp.float32))
+
+def _exponent_floor(x: jax.Array) -> jax.Array:
+    """``floor(log2 x)`` for positive float32 ``x``, exactly (from the float's exponent)."""
+    mantissa, exponent = jnp.frexp(x)
+    del mantissa
+    return exponent - 1
+
+
+def _exponent_ceil(x: jax.Array) -> jax.Array:
+    """``ceil(log2 x)`` for positive float32 ``x``, exactly."""
+    mantissa, exponent = jnp.frexp(x)
+    return jnp.where(mantissa == 0.5, exponent - 1, exponent)
+
+
+def _grid_exponent(sensitivity: jax.Array, epsilon: jax.Array,
+                   bound: ArrayLike | None) -> jax.Array:
+    """``log2`` of the grid step: ``floor(log2 Δ) − j`` with ``j = clip(floor(log2 ε) + 20, 0,
+    GRID_BITS)``, and at least ``ceil(log2 B) − 28`` so that every clipped value fits the
+    28-bit grid."""
+    bits = jnp.clip(_exponent_floor(epsilon) + 20, 0, GRID_BITS)
+    exponent = _exponent_floor(sensitivity) - bits
+    if bound is not None:
+        exponent = jnp.maximum(exponent, _exponent_ceil(jnp.asarray(bound, jnp.float32)) - 28)
+    return exponent
+
+
+def grid_step(sensitivity: ArrayLike, epsilon: ArrayLike, bound: ArrayLike | None) -> jax.Array:
+    """The power-of-two grid ``g`` of a real-valued release: ``Δ·2**−j`` rounded down to a
+    power of two, ``j = clip(floor(log2 ε) + 20, 0, GRID_BITS)`` (a coarser grid when ``ε`` is
+    tiny keeps the integer scale ``Δ/(g·ε)`` within the sampler's precise range), and at least
+    ``B·2**−28``. Depends on public quantities only."""
+    return jnp.ldexp(jnp.float32(1.0), _grid_exponent(jnp.asarray(sensitivity, jnp.float32),
+                                                      jnp.asarray(epsilon, jnp.float32),
+                                                      bound))
 
 
 def laplace_mechanism(
-    key: jax.Array, value: ArrayLike, sensitivity: ArrayLike, epsilon: ArrayLike
-) -> jax.Array:
-    """Release ``value + Lap(Delta / eps)`` element-wise (one ``eps``-DP release of the vector
-    when ``Delta`` is its L1 sensitivity)."""
-    value = jnp.asarray(value, jnp.float32)
-    noise = jax.random.laplace(key, value.shape, dtype=jnp.float32)
-    return value + noise * laplace_scale(sensitivity, epsilon)
+    key: jax.Array,
+    value: ArrayLike,
+    sensitivity: ArrayLike,
+    epsilon: ArrayLike,
+    *,
+    bound: ArrayLike | None = None,
+    integer: bool = False,
+    event_ndim: int | None = None,
+    label: str = "",
+) -> tuple[jax.Array, Cost]:
+    """Release ``value`` with exact discrete Laplace noise on a fixed-point grid (``ε``-DP).
+
+    Args:
+      key: PRNG key of this release (never shared with another release).
+      value: ``[*batch, *event]``; each ``event`` block (the trailing ``event_ndim`` axes) is
+        one release of L1 sensitivity ``sensitivity``; the leading axes are independent
+        releases of the same kind. Integers (``integer=True``) are best passed as int32: they
+        are never converted to float before the noise.
+      sensitivity: ``Δ`` (traced allowed), the L1 sensitivity of one event block.
+      epsilon: ``ε`` of one event block (traced allowed).
+      bound: public bound ``B``: real values are clipped to ``[−B, B]`` first (needed for real
+        values: it sets the grid). With ``integer=True`` it only widens the grid (to ``2**k``
+        with ``B/2**k <= 2**28``).
+      integer: ``value`` and ``Δ`` are integers (counts, fixed-point sums): the grid is
+        :func:`grid_step` floored at 1 (so 1 for counts at any reasonable ``ε``), applied by an
+        exact arithmetic shift.
+      event_ndim: trailing axes forming one release (default: the whole array is one).
+      label: how the sensitivity reads in the ledger (e.g. ``"L1 sens. 1"``).
+
+    Returns:
+      ``(released, cost)``: float32 ``released`` of ``value``'s shape (multiples of the grid),
+      and the cost of each release, ``epsilon`` of shape ``batch``.
+    """
+    sensitivity = jnp.asarray(sensitivity, jnp.float32)
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    value = jnp.asarray(value)
+    event_ndim = value.ndim if event_ndim is None else event_ndim
+    batch_shape = value.shape[:value.ndim - event_ndim]
+    coordinates = math.prod(value.shape[value.ndim - event_ndim:])
+    if integer:
+        # exact integer statistics stay in int32: the grid is the real-valued one floored at 1
+        # (> 1 only for a tiny ε or a bound beyond 28 bits), the grid value an arithmetic shift
+        exponent = jnp.maximum(_grid_exponent(sensitivity, epsilon, bound), 0)
+        step = jnp.ldexp(jnp.float32(1.0), exponent)
+        # on a coarser grid every changed coordinate can cross one more boundary
+        sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, coordinates - 1, 0)
+        grid_value = jnp.right_shift(value.astype(jnp.int32), exponent)
+    else:
+        if bound is None:
+            raise ValueError("a real-valued release needs a public bound (it sets the grid)")
+        step = grid_step(sensitivity, epsilon, bound)
+        sensitivity_int = jnp.ceil(sensitivity / step) + (coordinates - 1)
+        clipped = jnp.clip(value.astype(jnp.float32), -bound, bound)
+        grid_value = jnp.floor(clipped / step).astype(jnp.int32)
+    t, s = laplace_fraction(round_up(sensitivity_int / epsilon))
+    # keep sensitivity_int * s below 2**24 (exact in float32); a smaller s only adds noise
+    s = jnp.minimum(s, (jnp.float32(2**23) / sensitivity_int).astype(jnp.uint32))
+    spent = sensitivity_int * s.astype(jnp.float32) / t.astype(jnp.float32)
+    spent = jnp.where(s >= 1, spent, jnp.nan)       # scale beyond the sampler: not releasable
+    grid_value = jnp.clip(grid_value, -MAX_GRID_VALUE, MAX_GRID_VALUE)
+    noise = discrete_laplace(key, value.shape, t, s)
+    noisy = jnp.clip(grid_value + noise, -RELEASE_CLIP, RELEASE_CLIP)
+    name = "discrete Laplace" + (f" ({label})" if label else "")
+    cost = Cost(jnp.broadcast_to(spent, batch_shape), jnp.zeros(batch_shape, jnp.float32), name)
+    return noisy.astype(jnp.float32) * step, cost
