@@ -8,6 +8,7 @@
 
 from dpjax import data, ensembles, losses, mechanisms, trees
 from dpjax.api import Model, Sweep, Timings, as_key, fit, sweep
+from dpjax.auditing import AuditReport, audit
 from dpjax.data import list_datasets, load_dataset
 from dpjax.learners import LEARNERS
 from dpjax.mechanisms import PrivacyLedger
@@ -17,12 +18,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LEARNERS",
+    "AuditReport",
     "DenseTree",
     "Model",
     "PrivacyLedger",
     "Sweep",
     "Timings",
     "as_key",
+    "audit",
     "data",
     "ensembles",
     "fit",

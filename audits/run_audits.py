@@ -1,0 +1,159 @@
+"""Audit every learner and mode of dpjax, and the canaries, with many draws.
+
+    python audits/run_audits.py            # the committed table (about 25 minutes on 2 cores)
+    python audits/run_audits.py --n 2000   # a quick look
+
+For every configuration: ε ∈ {0.1, 1} under add/remove and replace-one neighbours, ``n`` pilot
+draws per side choose a distinguishing event and ``n`` fresh draws per side measure it
+(:func:`dpjax.audit`; 95% Clopper–Pearson). The neighbouring pair is a six-row dataset in
+[0, 1]^2 and the same with an outlier at the upper corner (class 1) added, or in place of its
+last row. Configurations are small (one or two trees of depth 1–2) so that each release carries
+a large share of the budget: the sharpest setting for an audit. The canaries are deliberately
+broken mechanisms the auditor must flag. Writes ``audits/results/audits.csv`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dpjax
+from dpjax.auditing import audit_release
+from dpjax.auditing.canaries import canaries
+
+RESULTS = Path(__file__).resolve().parent / "results"
+EPSILONS = (0.1, 1.0)
+RELATIONS = ("add_remove", "replace_one")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    learner: str
+    mode: str
+    params: dict
+    private: bool = True
+    sweep: bool = False
+
+
+CONFIGS = [
+    Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
+    Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
+           sweep=True),
+    Config("rf_laplace", "1 tree, depth 1", dict(n_trees=1, depth=1)),
+    Config("rf_exponential", "1 tree, depth 1", dict(n_trees=1, depth=1)),
+    Config("boosted", "value/fold, O.C (private), T=1, d=2 (defaults)", dict(n_trees=1, depth=2)),
+    Config("boosted", "value/fold, α=1, T=2, d=1", dict(n_trees=2, depth=1, alpha=1.0)),
+    Config("boosted", "value/laplace β, α=0.5, T=1, d=1",
+           dict(n_trees=1, depth=1, alpha=0.5, beta_mode="laplace")),
+    Config("boosted", "counts/post, α=1, T=1, d=1",
+           dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts", beta_mode="post")),
+    Config("boosted", "counts/post, parallel leaves, β_tree=0.1",
+           dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts", beta_mode="post",
+                leaf_composition="parallel", beta_tree=0.1)),
+    Config("boosted", "counts/laplace β, O.C, T=1, d=2",
+           dict(n_trees=1, depth=2, leaf_mechanism="counts", beta_mode="laplace")),
+    Config("boosted", "paper_fast β (not private)",
+           dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts",
+                beta_mode="paper_fast"), private=False),
+    Config("boosted", "exact O.C (paper; not private)",
+           dict(n_trees=1, depth=2, oc_alpha="exact"), private=False),
+]
+
+
+def dataset() -> tuple[pd.DataFrame, np.ndarray, dict]:
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.uniform(0, 1, 6), "b": rng.uniform(0, 1, 6)})
+    return X, (X.a > 0.5).astype(int).to_numpy(), {"a": (0.0, 1.0), "b": (0.0, 1.0)}
+
+
+def run(n: int) -> pd.DataFrame:
+    X, y, bounds = dataset()
+    rows = []
+    for index, config in enumerate(CONFIGS):
+        for epsilon in EPSILONS:
+            for relation in RELATIONS:
+                budget = [epsilon, 2 * epsilon] if config.sweep else epsilon
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", dpjax.data.DataDependentWarning)
+                    report = dpjax.audit(X, y, method=config.learner, epsilon=budget,
+                                         bounds=bounds, neighbouring=relation, n=n,
+                                         key=index, progress=False, **config.params)
+                rows.append(_row(config.learner, config.mode, relation, report,
+                                 private=config.private))
+                print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
+    for canary in canaries(1.0):
+        report = audit_release(canary.release, canary.data, canary.data_prime,
+                               epsilon=canary.epsilon, n=min(n, 20_000), key=1,
+                               name=canary.name, progress=False)
+        rows.append(_row("canary", f"{canary.name}: {canary.what}", "add_remove", report,
+                         private=False))
+        print(report.summary(), flush=True)
+    return pd.DataFrame(rows)
+
+
+def _row(learner: str, mode: str, relation: str, report, *, private: bool) -> dict:
+    return {"learner": learner, "mode": mode, "neighbouring": relation,
+            "claimed_epsilon": report.epsilon, "epsilon_lb": report.epsilon_lb,
+            "epsilon_hat": report.epsilon_hat, "n": report.n, "k1": report.counts[0],
+            "k2": report.counts[1], "event": report.event, "private": private,
+            "flagged": not report.passed, "seconds": round(report.seconds, 1)}
+
+
+def report(table: pd.DataFrame, seconds: float) -> str:
+    real = table[table.learner != "canary"]
+    bad = real[real.private & real.flagged]
+    lines = [
+        "# Privacy audits",
+        "",
+        f"`python audits/run_audits.py --n {int(table.n.max())}` — {len(real)} learner audits "
+        f"and {len(table) - len(real)} canaries in {seconds / 60:.0f} min on {platform.node()} "
+        f"({platform.processor() or platform.machine()}). Each row: {int(real.n.max())} pilot "
+        "draws per side choose the event, as many fresh draws per side measure it; ε_lb is "
+        "the 95% Clopper–Pearson lower bound (dpjax.audit).",
+        "",
+        f"**Private configurations whose lower bound exceeds the claim: {len(bad)}.**",
+        "",
+        "| learner | mode | neighbours | claimed ε | ε_lb | point est. | event |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        mark = " **FLAGGED**" if r.flagged else ""
+        lines.append(f"| {r.learner} | {r['mode']} | {r.neighbouring} | {r.claimed_epsilon:g} |"
+                     f" {r.epsilon_lb:.3f}{mark} | {r.epsilon_hat:.3g} | {r.event} |")
+    lines += [
+        "",
+        "Reading the table: a lower bound above the claim is a violation (up to the 5% error "
+        "of the interval); the canaries must all be flagged. A bound below the claim does not "
+        "certify privacy: the small configurations, the outlier neighbour and the event "
+        "families (thresholds, single values, values seen on one side only, float "
+        "granularity, residuals of correlated outputs) are what this audit tried. Rows marked "
+        "not private are the papers' labelled modes, which the ledger already reports as "
+        "ε = inf; their bound is shown against the nominal ε.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=50_000, help="draws per side (pilot and "
+                        "measurement each)")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    start = time.perf_counter()
+    table = run(args.n)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "audits.csv", index=False)
+    (out / "audits.md").write_text(report(table, time.perf_counter() - start))
+    print(f"wrote {out / 'audits.md'}")
+
+
+if __name__ == "__main__":
+    main()
