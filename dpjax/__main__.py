@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
                 for e in args.epsilons.split(",")]
     print(f"dpjax {dpjax.__version__}: {TITLES.get(args.method, args.method)} on "
           f"{args.dataset} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
-          f"{args.seeds} seeds, public bounds = the dataset's published ranges\n")
+          f"{args.seeds} seeds, public bounds = the benchmark file's ranges\n")
     header = (f"{'epsilon':>8} {'test accuracy':>16} {'eps spent':>10} {'compile s':>10} "
               f"{'run s':>8}")
     print(header)

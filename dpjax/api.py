@@ -484,10 +484,10 @@ def sweep(
     Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
     is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).
 
-    Every model is its own release with its own noise: grid point ``i`` of seed key ``k`` fits
-    with ``fold_in(k, i)`` (data-independent structure, such as random trees' splits, is drawn
-    from ``k`` and shared along the grid, which costs no privacy). Releasing several models of
-    a sweep spends the sum of their ledgers.
+    Every model is its own release with its own noise key (:func:`grid_keys`: grid point ``i``
+    of seed key ``k`` fits with ``fold_in(split(k)[1], i)``); data-independent structure, such
+    as random trees' splits, is drawn from ``split(k)[0]`` and shared along the grid, which
+    costs no privacy. Releasing several models of a sweep spends the sum of their ledgers.
 
     ``seeds``: ``None`` (default) draws one seed from OS entropy — use it for anything you
     release. A count ``k`` (seeds ``0..k-1``) or a sequence of int seeds is for experiments
@@ -532,7 +532,7 @@ def sweep(
     ledgers = tuple(_ledger(
         dataclasses.replace(prepared, ledger=dataclasses.replace(
             prepared.ledger, requested_epsilon=g["epsilon"]), params=point_params),
-        g["epsilon"], jax.tree.map(lambda a, i=i: a[i, 0], costs))
+        g["epsilon"], jax.tree.map(lambda a, i=i: a[i].max(0), costs))
         for i, (g, point_params) in enumerate(zip(grid, resolved, strict=True)))
     return Sweep(method, fitted, grid, seed_list, prepared.params, prepared.spec,
                  prepared.classes, ledgers, Timings(compile_s, run_s), on_out_of_bounds)
@@ -547,18 +547,28 @@ def _budgets(epsilon: Any) -> list[float]:
     return [check_epsilon(e) for e in values.reshape(-1)]
 
 
+def grid_keys(key: jax.Array, n_points: int) -> tuple[jax.Array, jax.Array]:
+    """``(structure_key, point_keys)`` of a sweep seed: ``key`` is split once into a structure
+    key and a points key, and point ``i`` fits with ``fold_in(points_key, i)``. The split keeps
+    the two families apart: with JAX's partitionable threefry ``split(k)[i] == fold_in(k, i)``,
+    so children of one parent used for two purposes could coincide (a tree's structure key
+    with another model's noise key)."""
+    structure_key, points_key = jax.random.split(key)
+    return structure_key, jax.vmap(lambda i: jax.random.fold_in(points_key, i))(
+        jnp.arange(n_points))
+
+
 def _fit_grid(fn: Callable[..., Any], traced: tuple[str, ...], key: jax.Array,
               codes: jax.Array, y: jax.Array, points: dict[str, jax.Array],
               size: jax.Array) -> Any:
     """``(params, costs)`` of every grid point of one seed key, stacked on a leading axis:
-    point ``i`` fits with ``fold_in(key, i)`` (its own noise) and shares ``key`` as the key of
-    data-independent structure."""
-    n_points = points["epsilon"].shape[0]
-    point_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_points))
+    each point has its own noise key and all share the data-independent structure key
+    (:func:`grid_keys`)."""
+    structure_key, point_keys = grid_keys(key, points["epsilon"].shape[0])
 
     def fit_point(point_key: jax.Array, point: dict[str, jax.Array]) -> Any:
         return fn(point_key, codes, y, point["epsilon"], {n: point[n] for n in traced}, size,
-                  key)
+                  structure_key)
 
     return jax.vmap(fit_point)(point_keys, points)
 

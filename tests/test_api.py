@@ -14,6 +14,7 @@ import pytest
 from conftest import learner_fit
 
 import dpjax
+from dpjax.api import grid_keys
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning
 from dpjax.data.splits import stratified_split
 
@@ -351,15 +352,15 @@ def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
 
 
 def test_sweep_model_is_the_learner_fit_with_its_own_key(toy_xy, toy_sweep):
-    """sweep.model(i, j) is the learner's fit with key ``fold_in(seed_j, i)`` (its own noise)
-    and the seed's key as the structure key (data-independent splits, shared along the grid):
+    """sweep.model(i, j) is the learner's fit with point ``i``'s own key and the seed's
+    structure key (``dpjax.api.grid_keys``: data-independent splits, shared along the grid):
     equal to float32 rounding, and its ledger is that fit's costs."""
     X, y, _ = toy_xy
     for i, eps in enumerate(SWEEP_EPS):
         for j, seed in enumerate(toy_sweep.seeds):
             swept = toy_sweep.model(i, j)
-            params, costs = learner_fit(swept, X, y, jax.random.fold_in(dpjax.as_key(seed), i),
-                                        eps, structure_key=dpjax.as_key(seed))
+            structure, points = grid_keys(dpjax.as_key(seed), len(SWEEP_EPS))
+            params, costs = learner_fit(swept, X, y, points[i], eps, structure_key=structure)
             np.testing.assert_array_equal(swept.params.feature, params.feature)
             np.testing.assert_array_equal(swept.params.threshold, params.threshold)
             np.testing.assert_allclose(swept.params.leaf, params.leaf, rtol=1e-5, atol=1e-6)
@@ -377,8 +378,9 @@ def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
     assert sweep.seeds == (5, 9, 0)
     assert sweep.timings.compile_s == 0.0
     chex.assert_shape(sweep.params.feature, (2, 3, 3, 7))
-    params, _ = learner_fit(sweep.model(0, 1), X, y, jax.random.fold_in(dpjax.as_key(9), 0),
-                            SWEEP_EPS[0], structure_key=dpjax.as_key(9))
+    structure, points = grid_keys(dpjax.as_key(9), len(SWEEP_EPS))
+    params, _ = learner_fit(sweep.model(0, 1), X, y, points[0], SWEEP_EPS[0],
+                            structure_key=structure)
     np.testing.assert_array_equal(sweep.model(0, 1).params.feature, params.feature)
     # seed 0 at index 2 is toy_sweep's seed 0 at index 0: the very same models
     chex.assert_trees_all_equal(sweep.model(1, 2).params, toy_sweep.model(1, 0).params)
@@ -459,7 +461,8 @@ def test_sweep_reuses_compiled_program_with_new_data(toy_xy):
     first = dpjax.sweep(X, y, **kwargs)
     flipped = dpjax.sweep(X, 1 - y, **kwargs)
     assert flipped.timings.compile_s == 0.0  # the cached program was reused
-    fresh, _ = learner_fit(flipped.model(1, 1), X, 1 - y, jax.random.fold_in(dpjax.as_key(1), 1),
-                           10.0, structure_key=dpjax.as_key(1))
+    structure, points = grid_keys(dpjax.as_key(1), 2)
+    fresh, _ = learner_fit(flipped.model(1, 1), X, 1 - y, points[1], 10.0,
+                           structure_key=structure)
     chex.assert_trees_all_close(flipped.model(1, 1).params, fresh, atol=1e-5)
     assert not np.allclose(first.params.leaf, flipped.params.leaf)

@@ -20,10 +20,12 @@ import pytest
 from conftest import learner_fit
 
 import dpjax
+from dpjax.api import grid_keys
 from dpjax.data import DataDependentWarning
 from dpjax.ensembles import boosted
 from dpjax.ensembles.boosted import (
     BoostedTrees,
+    beta_rounding,
     boosted_decision,
     boosted_predict,
     boosted_proba,
@@ -507,7 +509,7 @@ def test_fit_spends_eq_18_budgets_with_the_right_sensitivities(eager_private):
     for k in range(depth):
         cost = costs[f"splits at depth {k}"]
         chex.assert_shape(cost.epsilon, (n_trees, 2**k))
-        assert cost.mechanism == "permute-and-flip (sens. Δ^(α)(ñ))"
+        assert cost.mechanism == "permute-and-flip (sens. (Δ^(α)(ñ) + 2^-18·ñ))"
         np.testing.assert_allclose(cost.epsilon, (1 - boc) * bt * eps / (n_trees * depth * 2**k),
                                    rtol=1e-6)
         assert_spent(cost.epsilon, (1 - boc) * bt * eps / (n_trees * depth * 2**k))
@@ -529,8 +531,9 @@ def test_fit_spends_eq_18_budgets_with_the_right_sensitivities(eager_private):
             assert shape == (2**k, len(N_CODES) * N_BINS)
             assert epsilon == float(costs[f"splits at depth {k}"].epsilon[t, 0])
             node_alpha = np.asarray(model.alpha[t, 2**k - 1: 2 ** (k + 1) - 1])
-            np.testing.assert_allclose(np.ravel(sensitivity),
-                                       3 + 2 * node_alpha * (np.sqrt(M_ROWS) - 1), rtol=1e-6)
+            np.testing.assert_allclose(  # Δ^(α)(ñ) + the float32 rounding margin 2^-18·ñ
+                np.ravel(sensitivity),
+                3 + 2 * node_alpha * (np.sqrt(M_ROWS) - 1) + 2.0**-18 * M_ROWS, rtol=1e-6)
             shape, sensitivity, epsilon, bound = records["oc"][t * depth + k]
             assert shape == ()  # one weight (fixed point), errors bounded by the public size
             np.testing.assert_allclose(sensitivity, WEIGHT_UNIT)
@@ -594,7 +597,8 @@ def test_release_leaves_scales_and_budgets(laplace_calls, leaf_mechanism, beta_m
         label = "range 2M"
     a = alpha_link / clamp**2
     if beta_mode == "laplace":
-        expected.append(((), 2 * a * clamp / m, per_tree_leaves * share, 2 * a * clamp, None))
+        expected.append(((), 2 * a * clamp / m + 2 * beta_rounding(a, clamp, n_leaves),
+                         per_tree_leaves * share, 2 * a * clamp, None))
     assert len(laplace_calls) == len(expected)
     for call, want in zip(laplace_calls, expected, strict=True):
         assert call[0] == want[0] and call[4] == want[4]
@@ -610,7 +614,7 @@ def test_release_leaves_scales_and_budgets(laplace_calls, leaf_mechanism, beta_m
     spent = float(np.sum(np.asarray(costs["leaves"].epsilon, np.float64)))
     if beta_mode == "laplace":
         beta_cost = costs["leveraging coefficient β_t"]
-        assert beta_cost.mechanism == "discrete Laplace (sens. 2aM/ñ)"
+        assert beta_cost.mechanism == "discrete Laplace (sens. 2aM/ñ + rounding)"
         chex.assert_shape(beta_cost.epsilon, ())
         assert_spent(beta_cost.epsilon, per_tree_leaves * share)
         spent += float(beta_cost.epsilon)
@@ -789,9 +793,10 @@ def test_replace_one_and_laplace_beta_still_total_epsilon():
     assert_ledger(ledger, eps, expected_ledger(eps, 2, 1, 0.5, "oc", beta_mode="laplace",
                                                size_share=None))
     assert ledger.entries[-1].what == "leveraging coefficient β_t"
-    assert ledger.entries[-1].mechanism == "discrete Laplace (sens. 2aM/ñ)"
+    assert ledger.entries[-1].mechanism == "discrete Laplace (sens. 2aM/ñ + rounding)"
     assert not any("O.C" in e.what for e in ledger.entries)  # d = 1: nothing to calibrate
-    assert ledger.entries[0].mechanism == "permute-and-flip (sens. 2·Δ^(α)(ñ))"  # doubled
+    assert ledger.entries[0].mechanism == (
+        "permute-and-flip (sens. 2·(Δ^(α)(ñ) + 2^-18·ñ))")  # doubled
     assert ledger.entries[1].mechanism == "discrete Laplace (range 2M)"  # value leaves, ±M
 
 
@@ -1082,12 +1087,12 @@ def test_sweep_grid_params_and_ledgers(private_sweep):
 @pytest.mark.parametrize(("i", "j"), [(0, 0), (7, 1), (11, 0)])
 def test_sweep_models_match_single_fits(private_sweep, i, j):
     """Grid point ``i`` of seed ``j`` is the learner's fit with its own key
-    ``fold_in(seed_j, i)`` (its own noise and its own noisy row count), with the point's traced
-    settings; its ledger is that fit's costs."""
+    (``dpjax.api.grid_keys``: its own noise and its own noisy row count), with the point's
+    traced settings; its ledger is that fit's costs."""
     sweep = private_sweep
     point = sweep.grid[i]
     model = sweep.model(i, j)
-    key = jax.random.fold_in(dpjax.as_key(sweep.seeds[j]), i)
+    key = grid_keys(dpjax.as_key(sweep.seeds[j]), len(sweep.grid))[1][i]
     params, costs = learner_fit(model, X, Y, key, point["epsilon"], alpha=point["alpha"],
                                 beta_tree=point["beta_tree"])
     ledger = dpjax.PrivacyLedger(requested_epsilon=point["epsilon"]).with_costs(costs)

@@ -205,3 +205,43 @@ def test_leak5_label_domain_does_not_switch_with_the_data():
     declared = dpjax.fit(X, np.append(ones[:-1], -1), epsilon=1.0, bounds=BOUNDS, key=0,
                          classes=(-1, 1), n_trees=2, depth=2)
     assert declared.classes == (-1, 1) and declared.privacy.private
+
+
+# --- found by the independent review after the fixes ------------------------------------------
+
+
+def test_sweep_structure_keys_never_coincide_with_noise_keys():
+    """With JAX's partitionable threefry ``split(k)[t] == fold_in(k, t)``: a sweep that used the
+    seed key both for the trees' structure (``fold_in(k, t)``) and for the grid points' noise
+    (``fold_in(k, i)``) gave tree ``t`` the noise key of model ``t``. ``grid_keys`` separates
+    the two families first."""
+    from dpjax.api import grid_keys
+    from dpjax.ensembles.random_trees import tree_keys
+
+    seed = dpjax.as_key(3)
+    structure, points = grid_keys(seed, 8)
+    structures = {tuple(np.asarray(jax.random.key_data(k)))
+                  for k in tree_keys(structure, 32)}
+    noise = set()
+    for point in points:
+        for child in (point, *jax.random.split(point, 3), *jax.random.split(point, 2)):
+            noise.add(tuple(np.asarray(jax.random.key_data(child))))
+    assert not structures & noise
+
+
+def test_inactive_boosting_rounds_release_nothing():
+    """``n_active = T'`` rounds past ``T'`` used to return their (budgeted) splits at zero cost;
+    they are now zeroed like their leaves."""
+    X, y = _toy(40)
+    model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=3,
+                      depth=2, public_size=40)
+    learner = dpjax.LEARNERS["boosted"]
+    codes = np.asarray(model.encode(X))
+    params, costs = learner.fit(
+        jax.random.key(0), codes, y.astype(np.int32), 1.0, alpha=-1.0, beta_tree=0.5,
+        size=40.0, n_trees=3, depth=2, n_codes_per_feature=model.spec.n_codes, n_active=1)
+    assert (np.asarray(params.trees.feature)[1:] == 0).all()
+    assert (np.asarray(params.trees.threshold)[1:] == 0).all()
+    assert (np.asarray(params.alpha)[1:] == 1).all()
+    for cost in costs.values():
+        assert (np.asarray(cost.epsilon)[1:] == 0).all()

@@ -11,6 +11,7 @@ from dpjax.losses import (
     bayes_risk,
     canonical_link,
     clamped_split_risk,
+    criterion_sensitivity,
     gini_impurity,
     gini_risk,
     inverse_link,
@@ -358,3 +359,34 @@ def test_split_sensitivity_is_nearly_attained():
     with jax.enable_x64(True):
         change = node_risk(pure + [0.0, 1.0], ALPHAS) - node_risk(pure, ALPHAS)
         np.testing.assert_allclose(change, split_sensitivity(m, ALPHAS) - 1, rtol=1e-12)
+
+
+def test_float32_criterion_change_stays_within_the_rounding_margin():
+    """Near-pure children at a large public size: computed as ``w·L(q)`` the float32 criterion
+    moved by up to 1.095·Δ^(α)(ñ) between neighbours (found by the independent review); the
+    perspective form ``2α·sqrt(w⁻w⁺) + 2(1 − α)·min`` plus the margin ``2**−18·ñ`` of
+    :func:`criterion_sensitivity` holds, here against float64 and on the review's worst case."""
+    size = np.float32(2.0**23)
+    rng = np.random.default_rng(7)
+    n = 200_000
+    alpha = rng.uniform(0, 1, n).astype(np.float32)
+    big = rng.uniform(0.85, 1.0, n) * size * 256          # one class's fixed-point sum
+    small = rng.integers(0, 512, n)                        # the other, near zero
+    weight = rng.integers(0, 257, n)                       # the added record's fixed-point weight
+    cases = [(np.append(small, 0), np.append(big, 1717982709), np.append(weight, 255),
+              np.append(alpha, np.float32(0.853)))]
+    for x, y, w, a in cases:
+        def crit(x, y, a=a):
+            left = jnp.stack([jnp.asarray(x, jnp.int32), jnp.asarray(y, jnp.int32)], -1) / 256.0
+            return clamped_split_risk(left, jnp.zeros_like(left), a, size)
+
+        change = np.abs(np.asarray(crit(x + w, y)) - np.asarray(crit(x, y)))
+        bound = np.asarray(criterion_sensitivity(size, a))
+        assert (change <= bound).all(), (change / bound).max()
+        exact = 2 * a.astype(np.float64) * np.sqrt(np.minimum(y / 256, size)) * (
+            np.sqrt(np.minimum((x + w) / 256, size)) - np.sqrt(np.minimum(x / 256, size)))
+        exact += 2 * (1 - a.astype(np.float64)) * (np.minimum(np.minimum((x + w) / 256, size),
+                                                              np.minimum(y / 256, size))
+                                                   - np.minimum(np.minimum(x / 256, size),
+                                                                np.minimum(y / 256, size)))
+        assert (np.abs(change - np.abs(exact)) <= 2.0**-18 * size).all()

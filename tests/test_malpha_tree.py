@@ -102,7 +102,7 @@ def test_private_tree_uses_per_level_budget():
     assert list(costs) == [f"splits at depth {k}" for k in range(depth)]
     for k in range(depth):
         cost = costs[f"splits at depth {k}"]
-        assert cost.mechanism == "permute-and-flip (sens. 2·Δ^(α)(ñ))"
+        assert cost.mechanism == "permute-and-flip (sens. 2·(Δ^(α)(ñ) + 2^-18·ñ))"
         chex.assert_shape(cost.epsilon, (2**k,))
         np.testing.assert_allclose(cost.epsilon, eps / (depth * 2**k), rtol=1e-6)
         np.testing.assert_array_equal(cost.delta, 0.0)

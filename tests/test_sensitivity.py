@@ -56,13 +56,20 @@ import pytest
 from dpjax import api
 from dpjax.ensembles import boosted, random_trees
 from dpjax.ensembles.boosted import (
+    beta_rounding,
     fit_boosted,
     leaf_link,
     leveraging_coefficient,
     link_alpha,
     release_leaves,
 )
-from dpjax.losses.proper import clamped_split_risk, inverse_link, split_risk, split_sensitivity
+from dpjax.losses.proper import (
+    clamped_split_risk,
+    criterion_sensitivity,
+    inverse_link,
+    split_risk,
+    split_sensitivity,
+)
 from dpjax.mechanisms import accounting
 from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.laplace import GRID_BITS, MAX_GRID_VALUE, grid_step
@@ -812,7 +819,7 @@ def test_private_malpha_tree_split_utilities_end_to_end():
             np.testing.assert_array_equal(s, second["sensitivity"][..., None])
             fixed = alpha >= 0
             multiplier = 1.0 if name == ADD else 2.0
-            expected = multiplier * np.asarray(split_sensitivity(data["size"], alpha))
+            expected = multiplier * np.asarray(criterion_sensitivity(data["size"], alpha))
             np.testing.assert_allclose(s[fixed, :, 0], np.broadcast_to(
                 expected[fixed, None], s[fixed, :, 0].shape), rtol=1e-6)
             _assert_within(f"Mα tree splits (level {level}) {name}", change, s, scale)
@@ -909,8 +916,10 @@ def test_boosted_leaf_releases_end_to_end(mode):
         if beta_call is not None:
             first, second = (r[beta_call] for r in run["records"])
             a = alpha_link / CLAMP**2
-            np.testing.assert_allclose(first["sensitivity"], 2 * a * CLAMP / data["size"],
-                                       rtol=1e-6)
+            np.testing.assert_allclose(
+                first["sensitivity"],
+                2 * a * CLAMP / data["size"] + 2 * beta_rounding(a, CLAMP, 2**TREE_DEPTH),
+                rtol=1e-6)
             _check_laplace(f"boosted β̃ ({tag}) {name}", run["meta"][beta_call], first,
                            second)
 

@@ -141,11 +141,13 @@ def _registered_frame(name: str, data_dir: str | os.PathLike | None) -> pd.DataF
 def public_bounds(
     name: str, data_dir: str | os.PathLike | None = None
 ) -> dict[str, tuple[float, float] | list]:
-    """The published schema of a registered dataset: ``(min, max)`` of every numeric column and
-    the category list of every categorical one, over the *full published file*.
+    """Bounds of a registered public benchmark: ``(min, max)`` of every numeric column and the
+    category list of every categorical one, over the *full published file*.
 
-    These are the bounds the papers treat as public (what UCI documents per attribute). Only
-    registered datasets have them: for your own data, declare bounds from domain knowledge.
+    This is the papers' convention for experiments on public benchmark data (the file's ranges
+    stand in for the attribute domains). It is read off data (the whole file, training rows
+    included), so it is a simulation convention, not a source of bounds for private data:
+    declare those from domain knowledge. Only registered datasets are accepted.
     """
     frame = _registered_frame(name, data_dir)
     bounds: dict[str, tuple[float, float] | list] = {}

@@ -140,14 +140,18 @@ def split_sensitivity(m: ArrayLike, alpha: ArrayLike) -> jax.Array:
 
 
 def node_risk(stats: ArrayLike, alpha: ArrayLike) -> jax.Array:
-    """``f_L(h, λ, S) = w(λ)·L^(α)(q(λ))`` (spec §1.7, paper (6)) of a node's weighted class
-    sums ``[..., 2]`` (either class order: ``L^(α)`` is symmetric); an empty node gives 0
-    (``Ľ(0, 0) = 0``, §2.2)."""
+    """``f_L(h, λ, S) = w(λ)·L^(α)(q(λ)) = 2α·sqrt(w⁻·w⁺) + 2(1 − α)·min(w⁻, w⁺)`` (spec §1.2,
+    §1.7, paper (6)) of a node's weighted class sums ``[..., 2]``: the perspective of the Mα
+    Bayes risk, evaluated from the sums directly (no ``q = w⁺/w`` and ``1 − q``, which cancel
+    catastrophically for near-pure nodes in float32); an empty node gives 0 (``Ľ(0, 0) = 0``,
+    §2.2)."""
     stats = jnp.asarray(stats)
     if stats.shape[-1:] != (2,):
         raise ValueError(f"class statistics must have a last axis of 2, got shape {stats.shape}")
-    weight = stats.sum(-1)
-    return weight * bayes_risk(_safe_div(stats[..., 1], weight), alpha)
+    negative, positive = stats[..., 0], stats[..., 1]
+    alpha = jnp.asarray(alpha)
+    return (2 * alpha * _safe_sqrt(negative) * _safe_sqrt(positive)
+            + 2 * (1 - alpha) * jnp.minimum(negative, positive))
 
 
 def split_risk(left: ArrayLike, right: ArrayLike, alpha: ArrayLike) -> jax.Array:
@@ -156,6 +160,21 @@ def split_risk(left: ArrayLike, right: ArrayLike, alpha: ArrayLike) -> jax.Array
     ``[..., 2]`` (as :func:`dpjax.trees.histogram.split_stats` gives them). Lower is better; its
     add/remove-one sensitivity is :func:`split_sensitivity` (§1.7, §4.3)."""
     return node_risk(left, alpha) + node_risk(right, alpha)
+
+
+CRITERION_ROUNDING = 2.0**-18
+"""Float32 rounding of :func:`clamped_split_risk` on the clamped sums, relative to the public
+size: ``|fl(crit) − crit| <= 28·2**−24·ñ`` per evaluation (int32 -> float32 conversions,
+square roots, products and sums: at most ``6u`` per child of magnitude ``<= 2ñ``, ``u`` per
+sum of the two children; ``u = 2**−24``), so neighbouring evaluations differ from the exact
+ones by at most ``56·2**−24·ñ <= 2**−18·ñ``. Under DP it is added to the sensitivity
+(:func:`criterion_sensitivity`)."""
+
+
+def criterion_sensitivity(size: ArrayLike, alpha: ArrayLike) -> jax.Array:
+    """The sensitivity a private selection on :func:`clamped_split_risk` uses: ``Δ^(α)(ñ)``
+    (spec §1.7) plus :data:`CRITERION_ROUNDING` ``·ñ`` for its float32 evaluation."""
+    return split_sensitivity(size, alpha) + CRITERION_ROUNDING * jnp.asarray(size)
 
 
 def clamped_split_risk(left: ArrayLike, right: ArrayLike, alpha: ArrayLike,

@@ -38,7 +38,8 @@ value in ``[−2**28, 2**28]`` and clips the sum to ``[−2**29, 2**29]`` gets e
 sum of the unsaturated draw (a saturated draw lands outside the clip range either way)."""
 GEOMETRIC_CAP = 2**19
 """The Geometric(e^−1) count of Algorithm 2 stops at ``2**19``, an event of probability
-``e^(−2**19)`` (zero in double precision); below it the arithmetic fits in 32 bits."""
+``e^(−2**19)`` (zero in double precision); below it the arithmetic fits in 32 bits for the
+``(t, s)`` that :func:`laplace_fraction` produces (``t mod s < 2**12``)."""
 STAGE_SHRINK = 8
 MIN_STAGE = 16_384
 """Stragglers are gathered into arrays of 1/``STAGE_SHRINK`` the size while those hold at least

@@ -13,10 +13,14 @@ picked by an exact uniform integer. The best candidate's coin is always heads, s
 always one. No floating-point sampling is involved (the Gumbel-max trick in float32 never
 picks a candidate ~20 logits behind the best, and is not exact elsewhere either).
 
-``γ_r = c·(u* − u_r)`` with ``c = (ε − 2**−30)/(2Δ)`` rounded down is put on the ``2**−32``
-grid by rounding up; that moves each coin's log-probability by at most ``2**−32`` and the
-``2**−30`` set aside covers it, so the selection is ``ε``-DP (the utilities and their
-differences are evaluated in float32: see the README's limitations).
+``γ_r = min(c·(u* − u_r), 16)`` with ``c = (ε − slack)/(2Δ)`` rounded down. The cap at 16
+(coins never below ``e^−16``) is permute-and-flip on the utilities ``max(u_r, u* − 16/c)``,
+which have sensitivity ``Δ`` too (a maximum of two ``Δ``-sensitive quantities), and it makes
+the float32 rounding of ``γ`` absolute: ``|fl(γ) − γ| <= 2·2**−24·16``. Rounding ``γ`` up to the
+``2**−32`` grid adds ``2**−32``. A perturbation ``e`` of every ``γ`` is a perturbation ``e/c`` of
+the utilities, i.e. a sensitivity ``Δ + 2e/c`` and a privacy loss ``2cΔ + 4e <= ε`` with
+``slack = 4e = 8·2**−24·16 + 2**−30``: the selection is ``ε``-DP given utilities of sensitivity
+``Δ`` as evaluated (callers add their own float margin to ``Δ``).
 """
 
 from __future__ import annotations
@@ -29,14 +33,16 @@ from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exact import bernoulli_exp, uniform_below
 from dpjax.mechanisms.rounding import round_down
 
-GAMMA_SLACK = 2.0**-30
-WHOLE_CAP = 2**30
+GAMMA_CAP = 16.0
+"""Coins are never below ``e^−16``: see the module docstring (a utility floor at ``u* − 16/c``)."""
+GAMMA_SLACK = 8 * 2.0**-24 * GAMMA_CAP + 2.0**-30
+"""The part of ``ε`` set aside for the float32 rounding of the capped ``γ`` and its ``2**−32``
+grid."""
 
 
 def coin_rates(gamma: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``γ >= 0`` (float32, ``inf`` allowed) as ``(whole, frac)`` with ``frac`` in units of
+    """``γ`` in ``[0, GAMMA_CAP]`` (float32) as ``(whole, frac)`` with ``frac`` in units of
     ``2**−32``, rounded up (the coin ``exp(−γ)`` can only get less likely)."""
-    gamma = jnp.minimum(gamma, jnp.float32(WHOLE_CAP))
     whole = jnp.floor(gamma)
     frac = jnp.ceil((gamma - whole) * jnp.float32(2.0**32))
     return whole.astype(jnp.int32), frac.astype(jnp.uint32)
@@ -72,7 +78,7 @@ def permute_and_flip(
     rate = round_down(jnp.maximum(epsilon - GAMMA_SLACK, 0.0) / (2.0 * sensitivity))
     finite = jnp.isfinite(utility)
     best = jnp.max(jnp.where(finite, utility, -jnp.inf), axis=-1, keepdims=True)
-    gamma = jnp.where(finite, rate[..., None] * (best - utility), jnp.inf)
+    gamma = jnp.minimum(rate[..., None] * (best - utility), GAMMA_CAP)
     whole, frac = coin_rates(jnp.where(finite, gamma, 0.0))
     k_coins, k_pick = jax.random.split(key)
     heads = bernoulli_exp(k_coins, whole, frac) & finite

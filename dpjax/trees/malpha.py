@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from dpjax.losses.proper import clamped_split_risk, split_risk, split_sensitivity
+from dpjax.losses.proper import clamped_split_risk, criterion_sensitivity, split_risk
 from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
@@ -188,9 +188,9 @@ def grow_malpha_tree(
                level: int) -> tuple[jax.Array, Cost | None]:
         if not private:
             return jnp.argmax(utility, axis=-1).astype(jnp.int32), None
-        sensitivity = sensitivity_multiplier * split_sensitivity(size, a)
+        sensitivity = sensitivity_multiplier * criterion_sensitivity(size, a)
         return permute_and_flip(key, utility, sensitivity, level_epsilon[level],
-                                label=f"sens. {relation}Δ^(α)(ñ)")
+                                label=f"sens. {relation}(Δ^(α)(ñ) + 2^-18·ñ)")
 
     def utility(left: jax.Array, right: jax.Array, candidates: jax.Array,
                 a: jax.Array) -> jax.Array:
