@@ -22,6 +22,7 @@ import dpjax
 from dpjax.data import encode_labels
 from dpjax.ensembles import fit_random_trees
 from dpjax.learners import fit_static_args
+from dpjax.mechanisms.exponential import GAMMA_CAP
 
 # Number of standard errors allowed by the statistical checks (two-sided p ~ 6e-7 per check).
 Z = 5.0
@@ -36,16 +37,23 @@ def binomial_tolerance(p: np.ndarray | float, n: int, z: float = Z) -> np.ndarra
     return z * np.sqrt(p * (1.0 - p) / n)
 
 
+def pf_coins(utility: Any, sensitivity: float, epsilon: float) -> np.ndarray:
+    """Each candidate's heads probability ``exp(-min(eps (u* - u_r) / (2 Delta), 16))`` (the
+    implementation caps the exponent at ``GAMMA_CAP = 16``), 0 for ``-inf``."""
+    u = np.asarray(utility, np.float64)
+    finite = np.isfinite(u)
+    best = u[finite].max()
+    gamma = np.minimum(epsilon * (best - np.where(finite, u, best)) / (2.0 * sensitivity),
+                       GAMMA_CAP)
+    return np.where(finite, np.exp(-gamma), 0.0)
+
+
 def pf_probabilities(utility: Any, sensitivity: float, epsilon: float) -> np.ndarray:
     """Exact permute-and-flip probabilities (McKenna & Sheldon 2020) by brute force over the
     ``2^n`` head sets: each candidate's coin is heads with probability
     ``exp(eps (u_r - u*) / (2 Delta))`` (0 for ``-inf``), a head set ``S`` has probability
     ``prod_S p_r prod_(not S) (1 - p_r)`` and the pick is uniform on ``S``."""
-    u = np.asarray(utility, np.float64)
-    finite = np.isfinite(u)
-    best = u[finite].max()
-    p = np.where(finite, np.exp(epsilon * (np.where(finite, u, best) - best)
-                                / (2.0 * sensitivity)), 0.0)
+    p = pf_coins(utility, sensitivity, epsilon)
     probs = np.zeros(len(p))
     for heads in itertools.product([False, True], repeat=len(p)):
         heads = np.asarray(heads)
@@ -57,11 +65,7 @@ def pf_probabilities(utility: Any, sensitivity: float, epsilon: float) -> np.nda
 def pf_probabilities_by_count(utility: Any, sensitivity: float, epsilon: float) -> np.ndarray:
     """The same probabilities in ``O(n^2)`` for many candidates: ``P(r) = p_r E[1/(1 + K_r)]``
     with ``K_r`` the number of heads among the other coins (a Poisson-binomial count)."""
-    u = np.asarray(utility, np.float64)
-    finite = np.isfinite(u)
-    best = u[finite].max()
-    p = np.where(finite, np.exp(epsilon * (np.where(finite, u, best) - best)
-                                / (2.0 * sensitivity)), 0.0)
+    p = pf_coins(utility, sensitivity, epsilon)
     probs = np.zeros(len(p))
     for r in np.flatnonzero(p > 0):
         count = np.array([1.0])

@@ -4,7 +4,6 @@ no released value carries floating-point noise."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import chex
@@ -23,7 +22,7 @@ from dpjax.mechanisms.exact import (
     uniform_below,
 )
 from dpjax.mechanisms.laplace import grid_step
-from tests.conftest import Z, binomial_tolerance
+from tests.conftest import Z, binomial_tolerance, pf_probabilities
 
 DRAWS = 10**6
 P_FLOOR = 1e-4   # chi-square p-values below this fail (deterministic: fixed keys)
@@ -222,20 +221,6 @@ def test_parallel_composition_and_gating():
 # --------------------------------------------------------------------------------------------
 
 
-def _permute_and_flip_probabilities(utility: np.ndarray, epsilon: float,
-                                    sensitivity: float) -> np.ndarray:
-    """Exact permute-and-flip probabilities by brute force over the 2^n sets of heads."""
-    p = np.exp(epsilon * (utility - utility.max()) / (2 * sensitivity))
-    probs = np.zeros(len(utility))
-    for heads in itertools.product([0, 1], repeat=len(utility)):
-        heads = np.asarray(heads)
-        if heads.sum() == 0:
-            continue
-        weight = np.prod(np.where(heads == 1, p, 1 - p))
-        probs += weight * heads / heads.sum()
-    return probs
-
-
 @pytest.mark.parametrize("epsilon", [0.3, 2.0, 8.0])
 def test_permute_and_flip_frequencies(epsilon):
     utility = np.array([0.0, 1.0, 2.5, 2.5, -1.0])
@@ -244,7 +229,7 @@ def test_permute_and_flip_frequencies(epsilon):
                             in_axes=(0, None)))
     index = np.asarray(pick(jax.random.split(jax.random.key(21), n), epsilon))
     freq = np.bincount(index, minlength=5) / n
-    expected = _permute_and_flip_probabilities(utility, epsilon, 1.0)
+    expected = pf_probabilities(utility, 1.0, epsilon)
     np.testing.assert_array_less(np.abs(freq - expected), binomial_tolerance(expected, n) + 1e-9)
 
 

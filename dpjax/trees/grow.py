@@ -8,9 +8,9 @@
 
 Greedy and oblivious growth take a ``split_score`` (candidate statistics -> score, higher is
 better) and a ``select`` rule (key, scores -> index), or one rule per level: ``argmax`` without
-privacy, or the exponential mechanism (:func:`dpjax.mechanisms.exponential_mechanism`) with
-privacy, whose per-node budget may depend on the level (Mα trees, eq. (18)); the caller owns the
-budget and the ledger entry of each selection.
+privacy, or a private selection (:func:`dpjax.mechanisms.permute_and_flip`) with privacy, whose
+per-node budget may depend on the level (Mα trees, eq. (18)); the caller owns the budget and
+keeps the cost each selection reports.
 
 Non-private greedy growth can *freeze* nodes (``stop_pure``, ``shared/specs/
 boosted-dp-trees-malpha.md`` §2.3, §8): a frozen node keeps the complete-array layout with a split
