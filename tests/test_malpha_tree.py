@@ -11,17 +11,22 @@ import numpy as np
 import pytest
 from conftest import binomial_tolerance, pf_probabilities_by_count, reference_leaf
 
-from dpjax.losses import gini_split_score, split_risk, split_sensitivity
+from dpjax.losses import split_risk, split_sensitivity
 from dpjax.trees import (
     GrownTree,
+    MalphaRule,
     class_stats,
-    grow_levelwise,
+    grow_malpha_level,
     grow_malpha_tree,
     leaf_index,
+    level_slice,
+    level_split_stats,
+    malpha_root_state,
+    merge_level_costs,
     split_level_epsilons,
     valid_thresholds,
 )
-from dpjax.trees.malpha import WEIGHT_UNIT
+from dpjax.trees.malpha import OBJECTIVE_CALIBRATION, WEIGHT_UNIT
 
 N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
 N_VALID = int((N_CODES - 1).sum())  # valid (feature, threshold) candidates per node
@@ -325,12 +330,119 @@ class MalphaTreeTest(chex.TestCase):
         assert len({tuple(np.asarray(f)) for f in trees.feature[:, 0]}) > 1
 
 
-def test_grow_levelwise_rejects_bad_options():
+def test_level_helpers_need_concrete_code_counts():
+    """The histogram width is static: a traced ``n_codes_per_feature`` is rejected."""
     codes, weights, y = make_problem(11, 20)
     stats = class_stats(weights, y)
-    with pytest.raises(ValueError, match="greedy"):
-        grow_levelwise(jax.random.key(0), codes, stats, 2, N_CODES,
-                       split_score=gini_split_score, oblivious=True, stop_pure=True)
-    with pytest.raises(ValueError, match="one select rule per level"):
-        grow_levelwise(jax.random.key(0), codes, stats, 2, N_CODES,
-                       split_score=gini_split_score, select=[lambda k, s: s.argmax(-1)])
+    node = jnp.zeros(20, jnp.int32)
+    with pytest.raises(ValueError, match="concrete"):
+        jax.jit(lambda nc: level_split_stats(codes, node, stats, 0, nc))(jnp.asarray(N_CODES))
+
+
+# --------------------------------------------------------------------------------------------
+# One level at a time: grow_malpha_level, a pure function of the state
+# --------------------------------------------------------------------------------------------
+
+
+def malpha_rule(alpha, oc_alpha, eps=None, depth=3, epsilon_oc=None, size=M, multiplier=1.0):
+    """The :class:`MalphaRule` that ``grow_malpha_tree`` builds for these arguments."""
+    private = eps is not None
+    return MalphaRule(jnp.float32(alpha), oc_alpha,
+                      split_level_epsilons(eps, depth) if private else None,
+                      jnp.float32(size) if private else None, epsilon_oc, multiplier)
+
+
+def fold_levels(key, codes, weights, y, depth, rule):
+    """``grow_malpha_tree`` by hand: the same key streams, one ``grow_malpha_level`` per level.
+    Returns the tree, the merged costs, and each level's state and costs."""
+    stats = class_stats(weights, y, fixed_point=rule.private)
+    k_splits, k_oc = jax.random.split(key)
+    split_keys, oc_keys = jax.random.split(k_splits, depth), jax.random.split(k_oc, depth)
+    states, level_costs = [malpha_root_state(codes.shape[0], depth, stats.dtype)], []
+    for level in range(depth):
+        state, costs = grow_malpha_level(states[-1], level, split_keys[level], oc_keys[level],
+                                         codes, stats, N_CODES, rule)
+        states, level_costs = [*states, state], [*level_costs, costs]
+    tree = GrownTree(state.feature, state.threshold, state.node,
+                     jax.ops.segment_sum(stats, state.node, 2**depth), state.node_alpha)
+    return tree, merge_level_costs(level_costs), states, level_costs
+
+
+@pytest.mark.parametrize("oc_alpha, eps, epsilon_oc", [
+    ("private", None, None), ("exact", None, None), ("exact", 2.0, None),
+    ("private", 2.0, None), ("private", 2.0, 0.01)])
+def test_level_zero_sets_the_root_error_and_alpha_one_under_oc(oc_alpha, eps, epsilon_oc):
+    """Level 0 sets ``ε_0/1(h_1)·w(S) = min(w^-1(S), w^1(S))`` (§5.1; released with noise
+    ``Ẽ_0`` under O.C ``"private"`` with ``epsilon_oc``, §5.3) and splits the root with
+    ``α_1 = 1`` (§5.1, §5.3); the deeper splits are untouched."""
+    codes, weights, y = make_problem(12, 40)
+    rule = malpha_rule(OBJECTIVE_CALIBRATION, oc_alpha, eps, 3, epsilon_oc, size=40)
+    stats = class_stats(weights, y, fixed_point=rule.private)
+    state, costs = grow_malpha_level(malpha_root_state(40, 3, stats.dtype), 0,
+                                     jax.random.key(0), jax.random.key(1), codes, stats,
+                                     N_CODES, rule)
+    released = epsilon_oc is not None
+    root_error = np.asarray(stats).sum(0).min()
+    assert (int(state.root_error) != int(root_error)) if released else (  # noise ~25k units
+        state.root_error == root_error)
+    np.testing.assert_array_equal(state.node_alpha, np.ones(7, np.float32))
+    np.testing.assert_array_equal(state.level_alpha, 1.0)
+    np.testing.assert_array_equal([state.feature[1:], state.threshold[1:]], 0)
+    assert set(np.unique(state.node)) <= {0, 1}
+    assert list(costs) == (["splits at depth 0"] * rule.private + ["O.C level error"] * released)
+    if released:
+        assert 0.0099 < float(costs["O.C level error"].epsilon) <= 0.01  # exact-noise grid
+
+
+@pytest.mark.parametrize("eps, epsilon_oc", [(None, None), (4.0, None), (4.0, 0.02)])
+def test_private_oc_alpha_is_non_increasing_across_levels(eps, epsilon_oc):
+    """O.C ``"private"``: every node of level ``k`` is split with ``α_k``, and
+    ``α_0 = 1 ≥ α_1 ≥ … ≥ α_{d−1}`` (§5.3), even with very noisy errors (``epsilon_oc``)."""
+    codes, weights, y = make_problem(13)
+    rule = malpha_rule(OBJECTIVE_CALIBRATION, "private", eps, 5, epsilon_oc)
+    _, _, states, _ = fold_levels(jax.random.key(4), codes, weights, y, 5, rule)
+    level_alpha = np.array([float(s.level_alpha) for s in states[1:]])
+    assert level_alpha[0] == 1.0 and level_alpha[-1] < 1.0
+    assert np.all(np.diff(level_alpha) <= 0), level_alpha
+    for k, state in enumerate(states[1:]):
+        np.testing.assert_array_equal(state.node_alpha[level_slice(k)], level_alpha[k])
+
+
+def test_level_costs_have_the_shape_of_the_level():
+    """Level ``k``'s selections cost ``[2**k]`` (one per node, budget ``ε_k``, eq. (18)) and
+    its O.C error release a scalar; without DP a level reports nothing."""
+    codes, weights, y = make_problem(14, 80)
+    rule = malpha_rule(OBJECTIVE_CALIBRATION, "private", 1.5, 4, epsilon_oc=0.3, size=80)
+    _, _, _, level_costs = fold_levels(jax.random.key(5), codes, weights, y, 4, rule)
+    for k, costs in enumerate(level_costs):
+        assert list(costs) == [f"splits at depth {k}", "O.C level error"]
+        chex.assert_shape(costs[f"splits at depth {k}"].epsilon, (2**k,))
+        np.testing.assert_allclose(costs[f"splits at depth {k}"].epsilon, 1.5 / (4 * 2**k),
+                                   rtol=1e-6)
+        chex.assert_shape(costs["O.C level error"].epsilon, ())
+    for oc_alpha in ("private", "exact"):
+        rule = malpha_rule(OBJECTIVE_CALIBRATION, oc_alpha, None, 4)
+        _, costs, _, level_costs = fold_levels(jax.random.key(5), codes, weights, y, 4, rule)
+        assert costs == {} and all(c == {} for c in level_costs)
+
+
+@pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier", [
+    (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0),
+    (OBJECTIVE_CALIBRATION, "private", None, None, 1.0),
+    (0.3, "private", 2.0, 0.1, 2.0),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0),
+    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 2.0),
+])
+def test_folding_the_level_function_by_hand_equals_grow_malpha_tree(
+        alpha, oc_alpha, eps, epsilon_oc, multiplier):
+    """``grow_malpha_tree`` is the fold of ``grow_malpha_level`` over the levels: same keys,
+    same tree, same costs in the same order."""
+    codes, weights, y = make_problem(15, 90)
+    rule = malpha_rule(alpha, oc_alpha, eps, 3, epsilon_oc, 90, multiplier)
+    tree, costs, _, _ = fold_levels(jax.random.key(6), codes, weights, y, 3, rule)
+    expected_tree, expected_costs = grow_malpha_tree(
+        jax.random.key(6), codes, weights, y, 3, N_CODES, alpha, eps, size=90,
+        oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier)
+    chex.assert_trees_all_equal(tree, expected_tree)
+    assert list(costs) == list(expected_costs)
+    chex.assert_trees_all_equal(costs, expected_costs)

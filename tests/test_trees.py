@@ -1,4 +1,4 @@
-"""Dense trees: the pytree, histograms, random and greedy/oblivious growth, routing."""
+"""Dense trees: the pytree, histograms, random growth, greedy level mechanics, routing."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ import numpy as np
 import pytest
 from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
-from dpjax.losses import gini_split_score
-from dpjax.mechanisms import permute_and_flip
+from dpjax.losses import split_risk
 from dpjax.trees import (
     DenseTree,
+    apply_level,
     apply_tree,
     apply_trees,
     depth_of,
-    grow_levelwise,
+    frozen_nodes,
     leaf_index,
     leaf_stats,
     level_slice,
+    level_split_stats,
     node_histogram,
     random_splits,
     split_stats,
@@ -310,7 +311,7 @@ def test_apply_tree_reads_leaf_values():
 
 
 # --------------------------------------------------------------------------------------------
-# Greedy and oblivious growth
+# Greedy level mechanics (the Mα learner's greedy growth is tested in test_malpha_tree.py)
 # --------------------------------------------------------------------------------------------
 
 
@@ -320,66 +321,31 @@ def planted():
     return jnp.asarray(codes), jnp.asarray(np.eye(2, dtype=np.float32)[y]), np.full(5, 10)
 
 
-class GrowTest(chex.TestCase):
+class GreedyLevelTest(chex.TestCase):
 
     @chex.variants(with_jit=True, without_jit=True)
-    def test_greedy_recovers_planted_split(self):
+    def test_argmin_levels_recover_planted_split_and_freeze_pure_children(self):
         codes, stats, n_codes = planted()
-        fn = self.variant(lambda k, c, s: grow_levelwise(k, c, s, 2, n_codes,
-                                                         split_score=gini_split_score))
-        feature, threshold, leaf = fn(jax.random.key(0), codes, stats)
+
+        def grow(codes, stats):
+            feature, threshold = jnp.zeros(3, jnp.int32), jnp.zeros(3, jnp.int32)
+            node = jnp.zeros(codes.shape[0], jnp.int32)
+            for level in range(2):
+                left, right, candidates = level_split_stats(codes, node, stats, level, n_codes,
+                                                            stop_pure=True)
+                risk = jnp.where(candidates, split_risk(left, right, 1.0), jnp.inf)
+                choice = risk.reshape(2**level, -1).argmin(-1)
+                feature, threshold, node = apply_level(
+                    feature, threshold, node, codes, level, choice, n_codes,
+                    frozen_nodes(left, candidates))
+            return feature, threshold, node
+
+        feature, threshold, leaf = self.variant(grow)(codes, stats)
         chex.assert_shape([feature, threshold], (3,))
         chex.assert_shape(leaf, (400,))
         assert (int(feature[0]), int(threshold[0])) == (2, 4)
+        # the two children are pure: frozen (feature 0, last code), everything goes left
+        np.testing.assert_array_equal(feature[1:], 0)
+        np.testing.assert_array_equal(threshold[1:], 9)
         np.testing.assert_array_equal(leaf, leaf_index(feature, threshold, codes))
-        # the two children are pure
-        y = np.asarray(stats).argmax(1)
-        for child in (0, 1):
-            labels = y[np.asarray(leaf) // 2 == child]
-            assert len(np.unique(labels)) == 1
-
-    @chex.variants(with_jit=True)
-    def test_oblivious_shares_one_split_per_level(self):
-        codes, stats, n_codes = planted()
-        depth = 3
-        fn = self.variant(lambda k, c, s: grow_levelwise(k, c, s, depth, n_codes,
-                                                         split_score=gini_split_score,
-                                                         oblivious=True))
-        feature, threshold, leaf = fn(jax.random.key(1), codes, stats)
-        assert (int(feature[0]), int(threshold[0])) == (2, 4)
-        for level in range(depth):
-            f = np.asarray(feature[level_slice(level)])
-            t = np.asarray(threshold[level_slice(level)])
-            assert np.all(f == f[0]) and np.all(t == t[0])
-        np.testing.assert_array_equal(leaf, leaf_index(feature, threshold, codes))
-
-    def test_private_selection_vmapped_over_keys(self):
-        codes, stats, n_codes = planted()
-
-        def grow(key, eps):
-            def select(k, scores):
-                return permute_and_flip(k, scores, 1.0, eps)[0]
-            return grow_levelwise(key, codes, stats, 2, n_codes, split_score=gini_split_score,
-                                  select=select)
-
-        keys = jax.random.split(jax.random.key(2), 8)
-        grow_many = jax.jit(jax.vmap(grow, in_axes=(0, None)))
-        feature, threshold, leaf = grow_many(keys, 1e4)
-        chex.assert_shape([feature, threshold], (8, 3))
-        chex.assert_shape(leaf, (8, 400))
-        # a huge budget makes the mechanism an argmax: the planted split every time
-        np.testing.assert_array_equal(feature[:, 0], 2)
-        np.testing.assert_array_equal(threshold[:, 0], 4)
-        # a tiny budget is close to uniform over the valid splits: the structures differ
-        feature, threshold, _ = grow_many(keys, 1e-6)
-        assert len({(int(f), int(t)) for f, t in zip(feature[:, 0], threshold[:, 0],
-                                                     strict=True)}) > 1
-        valid = np.asarray(valid_thresholds(n_codes, 10))
-        assert valid[np.asarray(feature), np.asarray(threshold)].all()
-
-
-def test_grow_needs_concrete_code_counts():
-    codes, stats, n_codes = planted()
-    with pytest.raises(ValueError, match="concrete"):
-        jax.jit(lambda nc: grow_levelwise(jax.random.key(0), codes, stats, 2, nc,
-                                          split_score=gini_split_score))(jnp.asarray(n_codes))
+        np.testing.assert_array_equal(np.asarray(leaf) % 2, 0)

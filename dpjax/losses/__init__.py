@@ -1,7 +1,6 @@
 """Proper losses and split criteria: the Mα family (Bayes risks, links, surrogate, split
-sensitivity; ``shared/specs/boosted-dp-trees-malpha.md`` §1, §2.2) and impurity criteria."""
+sensitivity; ``docs/specs/boosted-dp-trees-malpha.md`` §1, §2.2)."""
 
-from dpjax.losses.impurity import gini_impurity, gini_split_score
 from dpjax.losses.proper import (
     bayes_risk,
     canonical_link,
@@ -23,9 +22,7 @@ __all__ = [
     "canonical_link",
     "clamped_split_risk",
     "criterion_sensitivity",
-    "gini_impurity",
     "gini_risk",
-    "gini_split_score",
     "inverse_link",
     "log_risk",
     "matsushita_risk",

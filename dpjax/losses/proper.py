@@ -1,4 +1,4 @@
-"""The proper-loss family of the Mα boosted DP trees (``shared/specs/boosted-dp-trees-malpha.md``).
+"""The proper-loss family of the Mα boosted DP trees (``docs/specs/boosted-dp-trees-malpha.md``).
 
 Bayes risks are functions of the positive-class probability ``p in [0, 1]``, normalised so that
 ``L(0) = L(1) = 0`` and ``L(1/2) = 1`` (§1.1). The Mα loss interpolates between Matsushita

@@ -1,26 +1,21 @@
-"""Level-wise growth of dense trees: greedy, oblivious and random structures.
+"""Level-wise growth of dense trees: random structures and the shared mechanics of greedy levels.
 
-* **random** (Bojarski et al., `shared/specs/dp-random-decision-trees.md` §1.2): every node's
+* **random** (Bojarski et al., `docs/specs/dp-random-decision-trees.md` §1.2): every node's
   feature is uniform over the features and its threshold uniform over the feature's codes, from
   the key alone. No data is read, so the structure costs no privacy.
-* **greedy**: every node of a level picks its own split from the scores of all candidate splits.
-* **oblivious**: one split per level, shared by all its nodes (scores summed over nodes).
+* **greedy** (Mα trees, :mod:`dpjax.trees.malpha`; ``docs/specs/boosted-dp-trees-malpha.md``
+  §2.3, §8): a tree is grown breadth-first, one level at a time. The helpers here do what every
+  greedy level does whatever its split rule: :func:`level_split_stats` builds the level's
+  histogram (one segment sum) and the statistics and candidate mask of every split of every
+  node; the rule picks one flat candidate per node; :func:`apply_level` writes the level's
+  splits and routes the examples to the next level.
 
-Greedy and oblivious growth take a ``split_score`` (candidate statistics -> score, higher is
-better) and a ``select`` rule (key, scores -> index), or one rule per level: ``argmax`` without
-privacy, or a private selection (:func:`dpjax.mechanisms.permute_and_flip`) with privacy, whose
-per-node budget may depend on the level (Mα trees, eq. (18)); the caller owns the budget and
-keeps the cost each selection reports.
-
-Non-private greedy growth can *freeze* nodes (``stop_pure``, ``shared/specs/
-boosted-dp-trees-malpha.md`` §2.3, §8): a frozen node keeps the complete-array layout with a split
-that sends every example left (threshold = its feature's last code), so its left child carries
-its statistics and predictions are unchanged.
+Non-private greedy growth can *freeze* nodes (``stop_pure``, Mα spec §2.3, §8): a frozen node
+keeps the complete-array layout with a split that sends every example left (threshold = its
+feature's last code), so its left child carries its statistics and predictions are unchanged.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -29,16 +24,7 @@ from dpjax.trees.dense import empty_splits, level_slice
 from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
 from dpjax.trees.predict import step
 
-SplitScore = Callable[[jax.Array, jax.Array], jax.Array]
-Select = Callable[[jax.Array, jax.Array], jax.Array]
-Choose = Callable[[int, jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
 THRESHOLD_RANGES = ("global", "cell")
-
-
-def argmax_select(key: jax.Array, scores: jax.Array) -> jax.Array:
-    """Non-private selection: the best candidate along the last axis (``key`` unused)."""
-    del key
-    return jnp.argmax(scores, axis=-1).astype(jnp.int32)
 
 
 def random_splits(
@@ -93,100 +79,82 @@ def _uniform_code(uniform: jax.Array, low: jax.Array, high: jax.Array) -> jax.Ar
         jnp.int32)
 
 
-def grow_levelwise(
-    key: jax.Array,
+def level_split_stats(
     codes: jax.Array,
+    node: jax.Array,
     stats: jax.Array,
-    depth: int,
+    level: int,
     n_codes_per_feature: jax.Array,
     *,
-    split_score: SplitScore | None = None,
-    select: Select | Sequence[Select] = argmax_select,
-    choose: Choose | None = None,
-    oblivious: bool = False,
     stop_pure: bool = False,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Grow one tree level by level from the examples' statistics.
+    """The statistics of every candidate split of every node of level ``k`` (Mα spec §2.1, §8).
 
     Args:
-      key: PRNG key (one subkey per level is passed to ``select``).
       codes: uint8 ``[m, n]``.
-      stats: ``[m, S]`` per-example statistics (e.g. weighted class one-hots).
-      depth: static depth ``d``.
+      node: int32 ``[m]`` each example's node within level ``k``, ``0..2**k - 1``.
+      stats: ``[m, S]`` per-example statistics (e.g. weighted class sums).
+      level: static level ``k``.
       n_codes_per_feature: concrete int ``[n]`` codes of each feature (static: it sets the
-        histogram width; thresholds past a feature's codes are masked).
-      split_score: ``(left, right) -> scores`` on ``[nodes, n, n_codes, S]`` statistics,
-        returning ``[nodes, n, n_codes]``.
-      select: ``(key, scores[..., n * n_codes]) -> index[...]``, or a sequence of ``depth``
-        such rules, ``select[k]`` for level ``k`` (e.g. a per-level privacy budget).
-      choose: instead of ``split_score`` and ``select``, a rule that sees a whole level at once:
-        ``(level, key, left, right, candidates) -> choice [nodes]`` (flat ``feature * n_codes +
-        threshold`` indices) for rules whose score or selection depends on the level's
-        statistics (e.g. the objective-calibrated α of the Mα trees, §5).
-      oblivious: one split per level (scores summed over the level's nodes).
-      stop_pure: non-private greedy stopping (Mα spec §2.3): a node is frozen (see the module
-        docstring) if fewer than two of its statistics are positive (pure or empty, for
-        non-negative class weights) or no candidate leaves both children with positive total
-        statistics; such candidates are never chosen. Not for private growth (the test
-        would spend budget) nor for oblivious growth.
+        histogram width ``n_codes``; thresholds past a feature's codes are never candidates).
+      stop_pure: non-private stopping (§2.3): also drop the candidates that leave a child with
+        no positive statistics (see :func:`frozen_nodes`).
 
     Returns:
-      ``(feature, threshold, leaf)``: int32 split arrays ``[2**d - 1]`` and each example's
-      leaf ``[m]``.
+      ``(left, right, candidates)``: the children's statistics ``[2**k, n, n_codes, S]`` of
+      every threshold split and the bool candidate mask ``[2**k, n, n_codes]``; a node's own
+      statistics are ``left[:, 0, -1]`` (all its examples go left past the last code).
     """
     n_codes = _static_max(n_codes_per_feature)
-    if stop_pure and oblivious:
-        raise ValueError("stop_pure freezes single nodes: it needs greedy (oblivious=False) growth")
-    if choose is None:
-        if split_score is None:
-            raise ValueError("grow_levelwise needs split_score (with select) or choose")
-        choose = score_then_select(split_score, _per_level(select, depth), oblivious)
-    elif oblivious:
-        raise ValueError("oblivious growth takes split_score and select, not choose")
-    feature, threshold = empty_splits(depth)
-    valid = valid_thresholds(n_codes_per_feature, n_codes)
-    node = jnp.zeros(codes.shape[0], jnp.int32)
-    for level, level_key in enumerate(jax.random.split(key, depth)):
-        n_nodes = 2**level
-        left, right = split_stats(node_histogram(codes, node, stats, n_nodes, n_codes))
-        candidates = (valid & _both_children_nonempty(left, right)) if stop_pure else valid
-        candidates = jnp.broadcast_to(candidates, left.shape[:-1])
-        choice = choose(level, level_key, left, right, candidates)
-        level_feature, level_threshold = choice // n_codes, choice % n_codes
-        if stop_pure:
-            frozen = _is_pure(left[:, 0, -1, :]) | ~candidates.reshape(n_nodes, -1).any(-1)
-            level_feature = jnp.where(frozen, 0, level_feature)
-            level_threshold = jnp.where(frozen, int(n_codes_per_feature[0]) - 1,
-                                        level_threshold)
-        feature = feature.at[level_slice(level)].set(level_feature)
-        threshold = threshold.at[level_slice(level)].set(level_threshold)
-        node = 2 * node + step(level_feature, level_threshold, codes, node)
-    return feature, threshold, node
+    left, right = split_stats(node_histogram(codes, node, stats, 2**level, n_codes))
+    candidates = valid_thresholds(n_codes_per_feature, n_codes)
+    if stop_pure:
+        candidates = candidates & _both_children_nonempty(left, right)
+    return left, right, jnp.broadcast_to(candidates, left.shape[:-1])
 
 
-def score_then_select(
-    split_score: SplitScore, selects: Sequence[Select], oblivious: bool = False
-) -> Choose:
-    """The plain level rule: score every candidate (masked ones ``-inf``), then ``selects[level]``
-    picks per node (greedy) or once for the level from the scores summed over its nodes
-    (oblivious)."""
-    def choose(level: int, key: jax.Array, left: jax.Array, right: jax.Array,
-               candidates: jax.Array) -> jax.Array:
-        scores = jnp.where(candidates, split_score(left, right), -jnp.inf)
-        n_nodes = scores.shape[0]
-        if oblivious:
-            return jnp.broadcast_to(selects[level](key, scores.sum(0).reshape(-1)), (n_nodes,))
-        return selects[level](key, scores.reshape(n_nodes, -1))
-    return choose
+def frozen_nodes(left: jax.Array, candidates: jax.Array) -> jax.Array:
+    """bool ``[nodes]``: the nodes non-private growth does not split (Mα spec §2.3): fewer than
+    two positive statistics (pure or empty, for non-negative class weights) or no candidate
+    (from :func:`level_split_stats` with ``stop_pure``) leaving both children non-empty."""
+    return _is_pure(left[:, 0, -1, :]) | ~candidates.reshape(left.shape[0], -1).any(-1)
 
 
-def _per_level(select: Select | Sequence[Select], depth: int) -> Sequence[Select]:
-    """One selection rule per level: ``select`` repeated, or checked to have ``depth`` rules."""
-    if callable(select):
-        return [select] * depth
-    if len(select) != depth:
-        raise ValueError(f"need one select rule per level ({depth}), got {len(select)}")
-    return select
+def apply_level(
+    feature: jax.Array,
+    threshold: jax.Array,
+    node: jax.Array,
+    codes: jax.Array,
+    level: int,
+    choice: jax.Array,
+    n_codes_per_feature: jax.Array,
+    frozen: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Write level ``k``'s splits and route the examples one level down (Mα spec §8).
+
+    Args:
+      feature, threshold: int32 ``[2**d - 1]`` split arrays so far (heap order).
+      node: int32 ``[m]`` each example's node within level ``k``.
+      codes: uint8 ``[m, n]``.
+      level: static level ``k``.
+      choice: int ``[2**k]`` each node's split as a flat ``feature * n_codes + threshold``
+        index into the candidates of :func:`level_split_stats`.
+      n_codes_per_feature: concrete int ``[n]`` codes of each feature.
+      frozen: optional bool ``[2**k]`` (:func:`frozen_nodes`): these nodes send every example
+        left (feature 0, its last code) whatever their ``choice``.
+
+    Returns:
+      ``(feature, threshold, node)`` with level ``k`` written and each example's node within
+      level ``k + 1`` (after the last level: its leaf).
+    """
+    n_codes = _static_max(n_codes_per_feature)
+    level_feature, level_threshold = choice // n_codes, choice % n_codes
+    if frozen is not None:
+        level_feature = jnp.where(frozen, 0, level_feature)
+        level_threshold = jnp.where(frozen, int(n_codes_per_feature[0]) - 1, level_threshold)
+    feature = feature.at[level_slice(level)].set(level_feature)
+    threshold = threshold.at[level_slice(level)].set(level_threshold)
+    return feature, threshold, 2 * node + step(level_feature, level_threshold, codes, node)
 
 
 def _both_children_nonempty(left: jax.Array, right: jax.Array) -> jax.Array:

@@ -1,4 +1,4 @@
-"""Histograms by segment sums over uint8 codes (DESIGN.md "Rules that make it fast").
+"""Histograms by segment sums over uint8 codes (``docs/design.md``, "Speed rules").
 
 A level's histogram ``[nodes, n_features, n_codes, S]`` holds, for every node, feature and code,
 the sum of the examples' statistics (class one-hots, weights, ...). A cumulative sum over codes

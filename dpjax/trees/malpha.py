@@ -1,4 +1,4 @@
-"""One tree of the Mα boosted DP trees (``shared/specs/boosted-dp-trees-malpha.md`` §2, §4.2–§4.3).
+"""One tree of the Mα boosted DP trees (``docs/specs/boosted-dp-trees-malpha.md`` §2, §4.2–§4.3).
 
 Every internal node scores all candidate splits with the weighted Bayes risk ``crit_α`` (§2.2,
 paper (3), (6), (118)) of its two children. Without DP it takes the ``argmin`` (ties to the
@@ -16,11 +16,17 @@ objective-calibrated schedule ``α_ℓ = ε_0/1(h_ℓ) / ε_0/1(h_1)`` of §5.1 
 recomputes it before every split in breadth-first order (§5.2, a scan over a level's nodes);
 ``"private"`` calibrates it once per level from Laplace-noised weighted errors (§5.3). Because the
 strategy is a traced value, one ``vmap`` sweeps ``α ∈ {0.1, 1, O.C}``.
+
+A tree is a fold of :func:`grow_malpha_level` over its levels (breadth-first, §2.3, §8): each
+level is a pure function of a small :class:`MalphaState` (the examples' nodes, the splits and
+α so far, the root error, the previous level's α) that returns the next state and the level's
+privacy costs.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import jax
@@ -32,8 +38,8 @@ from dpjax.losses.proper import clamped_split_risk, criterion_sensitivity, split
 from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
-from dpjax.trees.dense import level_slice
-from dpjax.trees.grow import grow_levelwise
+from dpjax.trees.dense import depth_of, empty_splits, level_slice
+from dpjax.trees.grow import apply_level, frozen_nodes, level_split_stats
 from dpjax.trees.histogram import leaf_stats
 
 OBJECTIVE_CALIBRATION = -1.0
@@ -115,6 +121,152 @@ def calibrated_alpha(error: ArrayLike, root_error: ArrayLike) -> jax.Array:
     return jnp.where(positive, jnp.clip(error / jnp.where(positive, root_error, 1.0), 0, 1), 1.0)
 
 
+class MalphaRule(NamedTuple):
+    """How an Mα tree picks its splits: the constants of :func:`grow_malpha_level`.
+
+    Attributes:
+      alpha: float32 scalar (traced): a fixed ``α ∈ [0, 1]``, or :data:`OBJECTIVE_CALIBRATION`
+        for O.C (§5).
+      oc_alpha: static O.C mode, ``"private"`` (per level, §5.3) or ``"exact"`` (per split,
+        §5.2); see :func:`resolve_oc_alpha`.
+      level_epsilon: float32 ``[d]`` per-node split budget of each level
+        (:func:`split_level_epsilons`, §4.2), or ``None`` for the non-private tree (argmin,
+        purity rule, §2.3).
+      size: float32 public sample size ``ñ`` (required under DP, §4.1): it clamps the
+        criterion's class sums and bounds the O.C releases.
+      epsilon_oc: budget of each O.C level-error release (§5.3), or ``None``: noise-free
+        level errors.
+      sensitivity_multiplier: 1 for add/remove-one, 2 for replace-one neighbours (§4.1).
+    """
+
+    alpha: jax.Array
+    oc_alpha: str = "private"
+    level_epsilon: jax.Array | None = None
+    size: jax.Array | None = None
+    epsilon_oc: ArrayLike | None = None
+    sensitivity_multiplier: float = 1.0
+
+    @property
+    def private(self) -> bool:
+        """Whether the splits are drawn by a DP mechanism."""
+        return self.level_epsilon is not None
+
+
+class MalphaState(NamedTuple):
+    """A partly grown Mα tree: what one level hands the next (:func:`grow_malpha_level`).
+
+    Attributes:
+      node: int32 ``[m]`` each example's node within the next level to grow (after the last
+        level: its leaf).
+      feature, threshold: int32 ``[2**d - 1]`` the splits so far (heap order).
+      node_alpha: float32 ``[2**d - 1]`` the α each internal node was split with so far.
+      root_error: ``ε_0/1(h_1)·w(S)``, the root's weighted majority error (§5.1), set by level
+        0; noisy with O.C ``"private"`` under DP (§5.3).
+      level_alpha: O.C ``"private"``: the previous level's calibrated α (the schedule is made
+        non-increasing, §5.3); 1 before the root.
+    """
+
+    node: jax.Array
+    feature: jax.Array
+    threshold: jax.Array
+    node_alpha: jax.Array
+    root_error: jax.Array
+    level_alpha: jax.Array
+
+
+def malpha_root_state(n_rows: int, depth: int, dtype: jnp.dtype = jnp.float32) -> MalphaState:
+    """The state before level 0: every example at the root, no split, ``α = 1`` everywhere,
+    root error 0 (of the class statistics' ``dtype``) until level 0 reads it."""
+    feature, threshold = empty_splits(depth)
+    return MalphaState(node=jnp.zeros(n_rows, jnp.int32), feature=feature, threshold=threshold,
+                       node_alpha=jnp.ones(2**depth - 1, jnp.float32),
+                       root_error=jnp.zeros((), dtype), level_alpha=jnp.float32(1.0))
+
+
+OC_ERROR_LABEL = "O.C level error"
+OC_ERRORS_LABEL = "O.C level errors"
+
+
+def grow_malpha_level(
+    state: MalphaState,
+    level: int,
+    key: jax.Array,
+    oc_key: jax.Array,
+    codes: jax.Array,
+    stats: jax.Array,
+    n_codes_per_feature: np.ndarray,
+    rule: MalphaRule,
+) -> tuple[MalphaState, collections.OrderedDict[str, Cost]]:
+    """Split every node of level ``k`` of an Mα tree (spec §2.2–§2.3, §4.2–§4.3, §5).
+
+    The α of the level's splits: the fixed ``rule.alpha``; or O.C ``"exact"``: per split,
+    left to right, from the weighted error of the tree as it stands (§5.1–§5.2,
+    :func:`_choose_sequential`); or O.C ``"private"``: ``α_0 = 1`` and, for ``k ≥ 1``,
+    ``α_k = min(clip(E_k / E_0, 0, 1), α_{k−1})`` from the level's weighted errors ``E_k``
+    (§5.3), Laplace-noised under DP when ``rule.epsilon_oc`` is set (``E_0`` too, at level 0,
+    when ``d > 1``). Each node then takes the ``argmin`` of ``crit_α`` (non-private: pure,
+    empty or unsplittable nodes are frozen, §2.3) or a permute-and-flip draw on ``−crit_α``
+    with budget ``rule.level_epsilon[k]`` and sensitivity ``Δ^(α)(ñ)`` (§4.3).
+
+    Args:
+      state: the tree grown down to level ``k`` (:func:`malpha_root_state` for ``k = 0``).
+      level: static level ``k``.
+      key: the level's selection key (split per node by the exact O.C scan).
+      oc_key: the key of the level's O.C error release (used only when it is released).
+      codes: uint8 ``[m, n]`` public-grid codes.
+      stats: ``[m, 2]`` class statistics (:func:`class_stats`, fixed-point under DP).
+      n_codes_per_feature: concrete int ``[n]`` codes of each feature.
+      rule: the tree's split rule (:class:`MalphaRule`).
+
+    Returns:
+      ``(state, costs)``: the state with level ``k`` split and the examples routed to level
+      ``k + 1``; the level's releases, ``"splits at depth k"`` (one per node, ``[2**k]``)
+      and ``"O.C level error"`` (scalar) when released, empty without DP.
+    """
+    left, right, candidates = level_split_stats(codes, state.node, stats, level,
+                                                n_codes_per_feature, stop_pure=not rule.private)
+    error = weighted_error(left[:, 0, -1, :])
+    root_error = error if level == 0 else state.root_error
+    level_alpha, oc_cost = state.level_alpha, None
+    if rule.oc_alpha == "exact":
+        choice, a, cost = _choose_sequential(rule, level, key, left, right, candidates,
+                                             root_error)
+    else:
+        depth = depth_of(state.feature.shape[0])
+        if rule.private and rule.epsilon_oc is not None and depth > 1:
+            error, oc_cost = _release_error(rule, oc_key, error)
+        if level == 0:
+            root_error, level_alpha = error, jnp.float32(1.0)
+        else:
+            level_alpha = jnp.minimum(calibrated_alpha(error, root_error), level_alpha)
+        a = jnp.broadcast_to(jnp.where(rule.alpha < 0, level_alpha, rule.alpha),
+                             candidates.shape[:1])
+        choice, cost = _select(rule, level, key, _utility(rule, left, right, candidates, a), a)
+    costs = collections.OrderedDict(
+        (label, c) for label, c in ((f"splits at depth {level}", cost), (OC_ERROR_LABEL, oc_cost))
+        if c is not None)
+    frozen = None if rule.private else frozen_nodes(left, candidates)
+    feature, threshold, node = apply_level(state.feature, state.threshold, state.node, codes,
+                                           level, choice, n_codes_per_feature, frozen)
+    node_alpha = state.node_alpha.at[level_slice(level)].set(a)
+    return MalphaState(node, feature, threshold, node_alpha, root_error, level_alpha), costs
+
+
+def merge_level_costs(
+    level_costs: Sequence[Mapping[str, Cost]],
+) -> collections.OrderedDict[str, Cost]:
+    """A tree's costs from its levels' (:func:`grow_malpha_level`): ``"splits at depth k"``
+    in level order, then the O.C level errors stacked over the levels, ``"O.C level errors"``
+    (``[d]``), when released."""
+    costs = collections.OrderedDict(
+        (label, cost) for level in level_costs for label, cost in level.items()
+        if label != OC_ERROR_LABEL)
+    oc_errors = [level[OC_ERROR_LABEL] for level in level_costs if OC_ERROR_LABEL in level]
+    if oc_errors:
+        costs[OC_ERRORS_LABEL] = jax.tree.map(lambda *c: jnp.stack(c), *oc_errors)
+    return costs
+
+
 def grow_malpha_tree(
     key: jax.Array,
     codes: jax.Array,
@@ -169,86 +321,64 @@ def grow_malpha_tree(
     if private and codes.shape[0] > MAX_FIXED_POINT_ROWS:
         raise ValueError(f"a private Mα tree takes at most {MAX_FIXED_POINT_ROWS} rows (its "
                          "sums are exact int32 fixed-point); subsample the data")
-    oc_alpha = resolve_oc_alpha(oc_alpha, private)
+    rule = MalphaRule(
+        alpha=jnp.asarray(alpha, jnp.float32), oc_alpha=resolve_oc_alpha(oc_alpha, private),
+        level_epsilon=split_level_epsilons(epsilon_splits, depth) if private else None,
+        size=jnp.asarray(size, jnp.float32) if private else None, epsilon_oc=epsilon_oc,
+        sensitivity_multiplier=sensitivity_multiplier)
     stats = class_stats(weights, y, fixed_point=private)
-    alpha = jnp.asarray(alpha, jnp.float32)
-    oc = alpha < 0
-    size = jnp.asarray(size, jnp.float32) if private else None
-    level_epsilon = split_level_epsilons(epsilon_splits, depth) if private else None
     k_splits, k_oc = jax.random.split(key)
-    oc_noise_keys = jax.random.split(k_oc, depth)
-    node_alpha = jnp.ones(2**depth - 1, jnp.float32)
-    level_alpha: list[jax.Array] = []   # O.C "private": α_0 .. α_k so far
-    root_error: list[jax.Array] = []    # ε_0/1(h_1) (noisy for "private" under DP)
-    costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
-    oc_costs: list[Cost] = []
-    relation = f"{sensitivity_multiplier:g}·" if sensitivity_multiplier != 1 else ""
-
-    def select(key: jax.Array, utility: jax.Array, a: jax.Array,
-               level: int) -> tuple[jax.Array, Cost | None]:
-        if not private:
-            return jnp.argmax(utility, axis=-1).astype(jnp.int32), None
-        sensitivity = sensitivity_multiplier * criterion_sensitivity(size, a)
-        return permute_and_flip(key, utility, sensitivity, level_epsilon[level],
-                                label=f"sens. {relation}(Δ^(α)(ñ) + 2^-18·ñ)")
-
-    def utility(left: jax.Array, right: jax.Array, candidates: jax.Array,
-                a: jax.Array) -> jax.Array:
-        a = a[..., None, None]
-        if private:   # fixed-point sums back to weight units
-            risk = clamped_split_risk(left / WEIGHT_UNIT, right / WEIGHT_UNIT, a, size)
-        else:
-            risk = split_risk(left, right, a)
-        return jnp.where(candidates, -risk, -jnp.inf).reshape(*candidates.shape[:-2], -1)
-
-    def release_error(level: int, error: jax.Array) -> jax.Array:
-        """``E_k`` + exact noise: an int32 fixed-point sum, sensitivity one weight (§5.3)."""
-        noisy, cost = laplace_mechanism(oc_noise_keys[level], error,
-                                        sensitivity_multiplier * WEIGHT_UNIT, epsilon_oc,
-                                        bound=size * WEIGHT_UNIT, integer=True,
-                                        label=f"sens. {sensitivity_multiplier:g}")
-        oc_costs.append(cost.gated(oc))   # a fixed α never reads the estimate: no release
-        return noisy
-
-    def choose(level: int, key: jax.Array, left: jax.Array, right: jax.Array,
-               candidates: jax.Array) -> jax.Array:
-        nonlocal node_alpha
-        nodes = left[:, 0, -1, :]
-        if level == 0:
-            root_error.append(weighted_error(nodes))
-        if oc_alpha == "exact":
-            choice, a, cost = _choose_sequential(
-                key, left, right, candidates, alpha, root_error[0],
-                lambda k, u, a: select(k, u, a, level), utility)
-        else:
-            if level == 0:
-                calibrated = jnp.float32(1.0)
-                if private and epsilon_oc is not None and depth > 1:
-                    root_error[0] = release_error(0, root_error[0])
-            else:
-                error = weighted_error(nodes)
-                if private and epsilon_oc is not None:
-                    error = release_error(level, error)
-                calibrated = jnp.minimum(calibrated_alpha(error, root_error[0]),
-                                         level_alpha[-1])
-            level_alpha.append(calibrated)
-            a = jnp.broadcast_to(jnp.where(oc, calibrated, alpha), nodes.shape[:1])
-            choice, cost = select(key, utility(left, right, candidates, a), a, level)
-        if cost is not None:
-            costs[f"splits at depth {level}"] = cost
-        node_alpha = node_alpha.at[level_slice(level)].set(a)
-        return choice
-
-    feature, threshold, leaf = grow_levelwise(
-        k_splits, codes, stats, depth, n_codes_per_feature, choose=choose,
-        stop_pure=not private)
-    if oc_costs:
-        costs["O.C level errors"] = jax.tree.map(lambda *c: jnp.stack(c), *oc_costs)
-    tree = GrownTree(feature, threshold, leaf, leaf_stats(leaf, stats, 2**depth), node_alpha)
-    return tree, costs
+    state = malpha_root_state(codes.shape[0], depth, stats.dtype)
+    level_costs = []
+    for level, (level_key, oc_key) in enumerate(zip(jax.random.split(k_splits, depth),
+                                                    jax.random.split(k_oc, depth), strict=True)):
+        state, costs = grow_malpha_level(state, level, level_key, oc_key, codes, stats,
+                                         n_codes_per_feature, rule)
+        level_costs.append(costs)
+    tree = GrownTree(state.feature, state.threshold, state.node,
+                     leaf_stats(state.node, stats, 2**depth), state.node_alpha)
+    return tree, merge_level_costs(level_costs)
 
 
-def _choose_sequential(key, left, right, candidates, alpha, root_error, select, utility):
+def _select(rule: MalphaRule, level: int, key: jax.Array, utility: jax.Array,
+            a: jax.Array) -> tuple[jax.Array, Cost | None]:
+    """Each node's split: ``argmax`` of the utility (ties to the lowest index) without DP, a
+    permute-and-flip draw with budget ``ε_k`` and sensitivity ``Δ^(α)(ñ)`` with (§4.3)."""
+    if not rule.private:
+        return jnp.argmax(utility, axis=-1).astype(jnp.int32), None
+    multiplier = rule.sensitivity_multiplier
+    relation = f"{multiplier:g}·" if multiplier != 1 else ""
+    sensitivity = multiplier * criterion_sensitivity(rule.size, a)
+    return permute_and_flip(key, utility, sensitivity, rule.level_epsilon[level],
+                            label=f"sens. {relation}(Δ^(α)(ñ) + 2^-18·ñ)")
+
+
+def _utility(rule: MalphaRule, left: jax.Array, right: jax.Array, candidates: jax.Array,
+             a: jax.Array) -> jax.Array:
+    """``−crit_α`` of every candidate (``-inf`` off the candidates), flat per node (§2.2);
+    under DP on the weight units of the fixed-point sums, clamped to ``ñ`` (§4.1)."""
+    a = a[..., None, None]
+    if rule.private:
+        risk = clamped_split_risk(left / WEIGHT_UNIT, right / WEIGHT_UNIT, a, rule.size)
+    else:
+        risk = split_risk(left, right, a)
+    return jnp.where(candidates, -risk, -jnp.inf).reshape(*candidates.shape[:-2], -1)
+
+
+def _release_error(rule: MalphaRule, key: jax.Array, error: jax.Array) -> tuple[jax.Array, Cost]:
+    """``Ẽ_k = E_k`` + exact noise: an int32 fixed-point sum, sensitivity one weight (§5.3).
+    The cost is gated on O.C: a fixed α never reads the estimate, so nothing is released."""
+    multiplier = rule.sensitivity_multiplier
+    noisy, cost = laplace_mechanism(key, error, multiplier * WEIGHT_UNIT, rule.epsilon_oc,
+                                    bound=rule.size * WEIGHT_UNIT, integer=True,
+                                    label=f"sens. {multiplier:g}")
+    return noisy, cost.gated(rule.alpha < 0)
+
+
+def _choose_sequential(
+    rule: MalphaRule, level: int, key: jax.Array, left: jax.Array, right: jax.Array,
+    candidates: jax.Array, root_error: jax.Array,
+) -> tuple[jax.Array, jax.Array, Cost | None]:
     """Exact O.C (spec §5.1–§5.2): the nodes of a level are split left to right, each with
     ``α_ℓ`` from the weighted error of the tree as it stands before that split (a ``lax.scan``
     carrying the error). Fixed ``α`` (``alpha >= 0``) is used as is. Returns the choices, the
@@ -257,8 +387,9 @@ def _choose_sequential(key, left, right, candidates, alpha, root_error, select, 
 
     def split_one(error, node):
         node_left, node_right, node_candidates, node_stats, node_key = node
-        a = jnp.where(alpha < 0, calibrated_alpha(error, root_error), alpha)
-        choice, cost = select(node_key, utility(node_left, node_right, node_candidates, a), a)
+        a = jnp.where(rule.alpha < 0, calibrated_alpha(error, root_error), rule.alpha)
+        utility = _utility(rule, node_left, node_right, node_candidates, a)
+        choice, cost = _select(rule, level, node_key, utility, a)
         chosen = (node_left.reshape(-1, 2)[choice], node_right.reshape(-1, 2)[choice])
         error = error - node_stats.min() + chosen[0].min() + chosen[1].min()
         return error, (choice, a, cost)
