@@ -6,7 +6,7 @@
     model.predict(X); print(model.privacy)
 """
 
-from dpjax import data, ensembles, losses, mechanisms, trees
+from dpjax import data, ensembles, learners, losses, mechanisms, trees
 from dpjax.api import Model, Sweep, Timings, as_key, fit, sweep
 from dpjax.auditing import AuditReport, audit
 from dpjax.data import list_datasets, load_dataset
@@ -29,6 +29,7 @@ __all__ = [
     "data",
     "ensembles",
     "fit",
+    "learners",
     "list_datasets",
     "load_dataset",
     "losses",

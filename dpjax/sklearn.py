@@ -28,6 +28,7 @@ except ImportError as error:  # pragma: no cover - exercised only without scikit
 
 from dpjax.api import Model, fit
 from dpjax.ensembles import boosted_decision
+from dpjax.learners import Boosted, Learner, RandomTrees, RFExponential, RFLaplace
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -39,20 +40,20 @@ def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
 
 
 class _DPClassifier(ClassifierMixin, BaseEstimator):
-    """Shared ``fit`` / ``predict`` of the estimators: each subclass names its ``method`` and
-    the hyper-parameters it passes on; the data arguments are common."""
+    """Shared ``fit`` / ``predict`` of the estimators: each subclass names its learner config
+    (whose fields give the hyper-parameters' defaults and names); the data arguments are
+    common."""
 
-    _METHOD: str
-    _HYPER: tuple[str, ...]
+    _CONFIG: type[Learner]
 
     def fit(self, X: Any, y: Any) -> _DPClassifier:
+        mine = self.get_params()
+        hyper = {name: mine[name] for name in self._CONFIG().hyperparams if name in mine}
         model: Model = fit(
-            X, y, method=self._METHOD, epsilon=self.epsilon, key=self.random_state,
+            X, y, method=self._CONFIG.name, epsilon=self.epsilon, key=self.random_state,
             bounds=self.bounds, classes=self.classes, n_bins=self.n_bins, missing=self.missing,
             on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
-            public_size=self.public_size, delta=self.delta,
-            **{name: getattr(self, name) for name in self._HYPER},
-        )
+            public_size=self.public_size, delta=self.delta, **hyper)
         self.model_ = model
         self.classes_ = np.asarray(model.classes)
         self.n_features_in_ = model.spec.n_features
@@ -82,12 +83,13 @@ class DPRandomTreesClassifier(_DPClassifier):
         self,
         epsilon: float | None = 1.0,
         *,
-        n_trees: int = 11,
-        depth: int = 12,
-        voting: str = "threshold",
-        leaf_estimate: str = "smoothed",
-        noise: str = "laplace",
-        threshold_range: str = "global",
+        n_trees: int = RandomTrees.n_trees,
+        depth: int = RandomTrees.depth,
+        voting: str = RandomTrees.voting,
+        leaf_estimate: str = RandomTrees.leaf_estimate,
+        noise: str = RandomTrees.noise,
+        leaf_composition: str = RandomTrees.leaf_composition,
+        threshold_range: str = RandomTrees.threshold_range,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
@@ -100,8 +102,7 @@ class DPRandomTreesClassifier(_DPClassifier):
     ) -> None:
         _store_params(self, locals())
 
-    _METHOD = "random_trees"
-    _HYPER = ("n_trees", "depth", "voting", "leaf_estimate", "noise", "threshold_range")
+    _CONFIG = RandomTrees
 
 
 class _RandomForestBaseline(_DPClassifier):
@@ -109,16 +110,14 @@ class _RandomForestBaseline(_DPClassifier):
     per leaf (budget ``epsilon / (n_trees * 2**depth)``, or per tree with
     ``leaf_composition="tree"``), majority vote."""
 
-    _HYPER = ("n_trees", "depth", "leaf_composition", "threshold_range")
-
     def __init__(
         self,
         epsilon: float | None = 1.0,
         *,
-        n_trees: int = 21,
-        depth: int = 4,
-        leaf_composition: str = "leaf",
-        threshold_range: str = "global",
+        n_trees: int = RFLaplace.n_trees,
+        depth: int = RFLaplace.depth,
+        leaf_composition: str = RFLaplace.leaf_composition,
+        threshold_range: str = RFLaplace.threshold_range,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
@@ -135,13 +134,13 @@ class _RandomForestBaseline(_DPClassifier):
 class DPRandomForestLaplaceClassifier(_RandomForestBaseline):
     """RF-L: Laplace noise on each leaf's class counts, leaf label = noisy argmax."""
 
-    _METHOD = "rf_laplace"
+    _CONFIG = RFLaplace
 
 
 class DPRandomForestExponentialClassifier(_RandomForestBaseline):
     """RF-E: each leaf's label drawn by the exponential mechanism on its class counts."""
 
-    _METHOD = "rf_exponential"
+    _CONFIG = RFExponential
 
 
 class DPBoostedTreesClassifier(_DPClassifier):
@@ -152,29 +151,26 @@ class DPBoostedTreesClassifier(_DPClassifier):
     (objective calibration). ``decision_function`` gives the ensemble score ``H(x)``.
     """
 
-    _METHOD = "boosted"
-    _HYPER = ("n_trees", "depth", "alpha", "beta_tree", "clamp", "zeta", "oc_link_alpha",
-              "leaf_mechanism", "beta_mode", "leaf_composition", "oc_alpha", "beta_oc",
-              "beta_share", "size_share")
+    _CONFIG = Boosted
 
     def __init__(
         self,
         epsilon: float | None = 1.0,
         *,
-        n_trees: int = 10,
-        depth: int = 4,
-        alpha: float | str = "oc",
-        beta_tree: float = 0.5,
-        clamp: float = 10.0,
-        zeta: float = 1e-4,
-        oc_link_alpha: float = 1.0,
-        leaf_mechanism: str = "value",
-        beta_mode: str = "fold",
-        leaf_composition: str = "sequential",
-        oc_alpha: str | None = None,
-        beta_oc: float = 0.1,
-        beta_share: float = 0.1,
-        size_share: float = 0.05,
+        n_trees: int = Boosted.n_trees,
+        depth: int = Boosted.depth,
+        alpha: float | str = Boosted.alpha,
+        beta_tree: float = Boosted.beta_tree,
+        clamp: float = Boosted.clamp,
+        zeta: float = Boosted.zeta,
+        oc_link_alpha: float = Boosted.oc_link_alpha,
+        leaf_mechanism: str = Boosted.leaf_mechanism,
+        beta_mode: str = Boosted.beta_mode,
+        leaf_composition: str = Boosted.leaf_composition,
+        oc_alpha: str | None = Boosted.oc_alpha,
+        beta_oc: float = Boosted.beta_oc,
+        beta_share: float = Boosted.beta_share,
+        size_share: float = Boosted.size_share,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,

@@ -17,11 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_rf_baselines import easy_data
 
 import dpjax
 from dpjax.data import encode_labels
 from dpjax.ensembles import fit_random_trees
-from dpjax.learners import fit_static_args
+from dpjax.learners import FitContext
 from dpjax.mechanisms.exponential import GAMMA_CAP
 
 # Number of standard errors allowed by the statistical checks (two-sided p ~ 6e-7 per check).
@@ -134,17 +135,18 @@ def learner_fit(model: dpjax.Model, X: Any, y: Any, key: Any, epsilon: float | N
     ``(X, y)``, with ``model``'s static settings and its traced hyper-parameters overridden by
     ``traced``: ``(params, costs)``. The independent reference for what ``dpjax.fit`` and
     ``dpjax.sweep`` compute."""
-    learner = model.learner
-    static = fit_static_args(learner, model.hyperparams, model.spec, len(model.classes),
-                             sensitivity)
-    hyper = {**model.hyperparams, **traced}
-    values = {n: jnp.float32(learner.encode_traced(n, hyper[n])) for n in learner.traced}
-    extra: dict[str, Any] = {}
-    if learner.uses_size:
-        extra["size"] = None if size is None else jnp.float32(size)
-    if learner.shares_structure:
-        extra["structure_key"] = structure_key
+    config = model.config.replace(**traced)
+    values = {n: jnp.float32(config.encode_traced(n)) for n in config.traced_names()}
+    context = FitContext(model.spec.n_codes, len(model.classes), sensitivity,
+                         None if size is None else jnp.float32(size), structure_key)
     y_index = jnp.asarray(encode_labels(y, model.classes)[0])
-    fit = jax.jit(functools.partial(learner.fit, **static))
+    fit = jax.jit(functools.partial(config.fit, context=context))
     return fit(dpjax.as_key(key), model.encode(X), y_index,
-               None if epsilon is None else jnp.float32(epsilon), **values, **extra)
+               None if epsilon is None else jnp.float32(epsilon), **values)
+
+
+@pytest.fixture(scope="module")
+def easy():
+    """Train (m = 400) and test (m = 600) sets of the planted binary problem; every
+    ``dpjax.fit`` on the train set with one static configuration shares one compilation."""
+    return easy_data(0, 400), easy_data(1, 600)

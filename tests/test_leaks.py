@@ -20,7 +20,7 @@ import pytest
 
 import dpjax
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning
-from dpjax.ensembles.boosted import leveraging_coefficient, release_leaves
+from dpjax.ensembles.boosted import fit_boosted, leveraging_coefficient, release_leaves
 from dpjax.mechanisms.laplace import grid_step
 
 BOUNDS = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
@@ -235,9 +235,8 @@ def test_inactive_boosting_rounds_release_nothing():
     X, y = _toy(40)
     model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=3,
                       depth=2, public_size=40)
-    learner = dpjax.LEARNERS["boosted"]
     codes = np.asarray(model.encode(X))
-    params, costs = learner.fit(
+    params, costs = fit_boosted(
         jax.random.key(0), codes, y.astype(np.int32), 1.0, alpha=-1.0, beta_tree=0.5,
         size=40.0, n_trees=3, depth=2, n_codes_per_feature=model.spec.n_codes, n_active=1)
     assert (np.asarray(params.trees.feature)[1:] == 0).all()

@@ -142,7 +142,7 @@ def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
     assert clf.privacy_.private
     # every budget is rounded down: the ledger spends within [ε (1 − 2e-3), ε]
     assert epsilon * (1 - 2e-3) <= clf.privacy_.epsilon <= epsilon
-    assert clf.model_.method == cls._METHOD
+    assert clf.model_.method == cls._CONFIG.name
     # fixed random_state: refitting gives the same model
     np.testing.assert_array_equal(clone(clf).fit(X.iloc[:400], y[:400]).predict(X.iloc[400:]),
                                   pred)

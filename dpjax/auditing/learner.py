@@ -20,11 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from dpjax import api
 from dpjax.auditing.audit import AuditReport, audit_release
 from dpjax.data import as_frame, encode, encode_labels
 from dpjax.data.binning import FeatureSpec
 from dpjax.mechanisms.accounting import check_neighbouring
+from dpjax.preparation import check_budgets, fit_grid, prepare
 
 RECORDS = ("upper", "lower")
 
@@ -100,8 +100,8 @@ def audit(
       the claim.
     """
     neighbouring = check_neighbouring(neighbouring)
-    budgets = api._budgets(epsilon)
-    prepared = api._prepare(X, y, method=method, epsilon=max(budgets), bounds=bounds,
+    budgets = check_budgets(epsilon)
+    prepared = prepare(X, y, method=method, epsilon=max(budgets), bounds=bounds,
                             classes=classes, n_bins=n_bins, missing=missing,
                             on_out_of_bounds="clip", neighbouring=neighbouring,
                             params=params, public_size=public_size,
@@ -124,15 +124,15 @@ def audit(
     size = prepared.size_value()
     points = {"epsilon": jnp.asarray(budgets, jnp.float32),
               **{name: jnp.full(len(budgets), value) for name, value in traced.items()}}
-    traced_names = prepared.learner.traced
+    traced_names = prepared.config.traced_names()
 
     def release(key: jax.Array, data: tuple[jax.Array, jax.Array]) -> Any:
         codes, labels = data
         if len(budgets) == 1:
             return fn(key, codes, labels, points["epsilon"][0], traced, size, None)[0]
-        return api._fit_grid(fn, traced_names, key, codes, labels, points, size)[0]
+        return fit_grid(fn, traced_names, key, codes, labels, points, size)[0]
 
-    leaks = prepared.learner.not_private(prepared.params)
+    leaks = prepared.config.not_private()
     claim = float(np.sum(budgets))
     settings = ", ".join(f"{k}={v}" for k, v in params.items())
     name = (f"{method}({settings}) ε={'+'.join(f'{b:g}' for b in budgets)} {neighbouring}"

@@ -1,6 +1,6 @@
 """Mα-boost: boosted, differentially private decision trees with the Mα loss — Nock & Henecka,
 "Boosted and Differentially Private Ensembles of Decision Trees" (arXiv 2001.09384); spec
-``shared/specs/boosted-dp-trees-malpha.md``.
+``docs/specs/boosted-dp-trees-malpha.md``.
 
 Algorithm 1 (§3) as one ``lax.scan`` over the ``T`` trees. Round ``t``:
 
@@ -66,6 +66,16 @@ LEAF_COMPOSITIONS = ("sequential", "parallel")
 VALID_MODES = {("value", "fold"), ("value", "laplace"), ("value", "paper_fast"),
                ("counts", "post"), ("counts", "laplace"), ("counts", "paper_fast")}
 WEIGHT_FLOOR = 1e-6  # ζ' of §3 (A21)
+
+
+def check_modes(leaf_mechanism: str, beta_mode: str, leaf_composition: str) -> None:
+    """The leaf-release modes that go together (§4.4–§4.5); ``ValueError`` otherwise."""
+    if (leaf_mechanism, beta_mode) not in VALID_MODES:
+        raise ValueError(f"leaf_mechanism={leaf_mechanism!r} does not go with "
+                         f"beta_mode={beta_mode!r}; valid pairs: {sorted(VALID_MODES)}")
+    if leaf_composition == "parallel" and leaf_mechanism != "counts":
+        raise ValueError("leaf_composition='parallel' needs leaf_mechanism='counts': folded or "
+                         "value leaves share data-dependent factors (spec §4.2)")
 
 
 @chex.dataclass(frozen=True)
@@ -292,9 +302,7 @@ def fit_boosted(
     """
     if n_classes != 2:
         raise ValueError(f"Mα-boost is a binary classifier; got {n_classes} classes")
-    if (leaf_mechanism, beta_mode) not in VALID_MODES:
-        raise ValueError(f"leaf_mechanism={leaf_mechanism!r} does not go with "
-                         f"beta_mode={beta_mode!r}; valid pairs: {sorted(VALID_MODES)}")
+    check_modes(leaf_mechanism, beta_mode, leaf_composition)
     private = epsilon is not None
     oc_alpha = resolve_oc_alpha(oc_alpha, private)
     sign = 2.0 * jnp.asarray(y, jnp.float32) - 1.0
@@ -374,7 +382,7 @@ def boosted_predict(model: BoostedTrees, codes: jax.Array) -> jax.Array:
     return (boosted_decision(model, codes) >= 0).astype(jnp.int32)
 
 
-__all__ = ["OBJECTIVE_CALIBRATION", "BoostedTrees", "fit_boosted", "boosted_decision",
-           "boosted_proba", "boosted_predict", "release_leaves", "tree_budgets", "link_alpha",
-           "beta_rounding",
-           "link_bound", "leaf_link", "leveraging_coefficient"]
+__all__ = ["OBJECTIVE_CALIBRATION", "BoostedTrees", "check_modes", "fit_boosted",
+           "boosted_decision", "boosted_proba", "boosted_predict", "release_leaves",
+           "tree_budgets", "link_alpha", "beta_rounding", "link_bound", "leaf_link",
+           "leveraging_coefficient"]

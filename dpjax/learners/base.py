@@ -1,0 +1,202 @@
+"""The learner contract (``docs/design.md``, "Learners"): a learner is a frozen, validated,
+hashable config whose methods are pure functions.
+
+    config = Boosted(n_trees=20, depth=3)            # validated once, here
+    params, costs = config.fit(key, codes, y, epsilon, context, alpha=a, beta_tree=b)
+    config.proba(params, codes); config.predict(params, codes, key)
+
+* Every hyper-parameter is a dataclass field declared with :func:`hyper` (static: it sets shapes
+  or code paths, so it is part of the compiled program) or :func:`traced` (a float32 array at
+  fit time, so a sweep over it is one ``vmap``; ``epsilon`` is always traced). Each field carries
+  its own check, run when the config is built; cross-field rules go in ``validate``.
+* Traced fields do not take part in ``==`` / ``hash``: two configs are equal exactly when they
+  compile to the same program, so the config *is* the compile-cache key.
+* ``fit(key, codes, y, epsilon, context, **traced) -> (params, costs)`` is pure and jittable;
+  ``epsilon is None`` fits without privacy; ``costs`` maps each kind of release to the
+  :class:`~dpjax.mechanisms.Cost` its mechanism reported (the ledger is assembled from them).
+* A new learner is one config class (fields, ``fit``, ``proba``, ``predict``) and one
+  :func:`register` line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+import jax
+import numpy as np
+
+Check = Callable[[str, Any], Any]
+
+
+class FitContext(NamedTuple):
+    """What a fit knows besides its hyper-parameters.
+
+    Attributes:
+      n_codes_per_feature: static codes of each feature (``FeatureSpec.n_codes``).
+      n_classes: static number of (declared) classes.
+      sensitivity: static count sensitivity of the neighbouring relation (1 add/remove, 2
+        replace-one).
+      size: traced public sample size ``ñ`` (declared, or the row count under replace-one), or
+        ``None`` when the row count is private and a learner that needs it releases a noisy
+        count.
+      structure_key: traced key for data-independent structure that the models of a sweep may
+        share (random trees' splits), or ``None`` (derive it from the fit's key).
+    """
+
+    n_codes_per_feature: np.ndarray
+    n_classes: int
+    sensitivity: float = 1.0
+    size: jax.Array | None = None
+    structure_key: jax.Array | None = None
+
+
+def hyper(default: Any, check: Check) -> Any:
+    """A static hyper-parameter with its default and its check ``(name, value) -> value``."""
+    return dataclasses.field(default=default, metadata={"check": check})
+
+
+def traced(default: Any, check: Check) -> Any:
+    """A traced (sweepable) hyper-parameter: an array at fit time, not part of ``==``."""
+    return dataclasses.field(default=default, compare=False,
+                             metadata={"check": check, "traced": True})
+
+
+@dataclasses.dataclass(frozen=True)
+class Learner:
+    """Base class of the learner configs (see the module docstring)."""
+
+    name: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            check = field.metadata.get("check")
+            if check is not None:
+                object.__setattr__(self, field.name, check(field.name,
+                                                            getattr(self, field.name)))
+        self.validate()
+
+    def validate(self) -> None:
+        """Rules between fields (raise ``ValueError``); the fields' own checks ran already."""
+
+    @classmethod
+    def traced_names(cls) -> tuple[str, ...]:
+        """The traced hyper-parameters, in field order."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("traced"))
+
+    @property
+    def hyperparams(self) -> dict[str, Any]:
+        """Every hyper-parameter by name (traced ones with their configured values)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes: Any) -> Learner:
+        """A copy with ``changes`` applied (and checked); unknown names are a ``ValueError``."""
+        unknown = sorted(set(changes) - set(self.hyperparams))
+        if unknown:
+            raise ValueError(f"method {self.name!r} has no parameter(s) {unknown}; it takes "
+                             f"{sorted(self.hyperparams)}")
+        return dataclasses.replace(self, **changes)
+
+    def encode_traced(self, name: str) -> float:
+        """The float32 value a traced hyper-parameter takes in the compiled fit."""
+        return float(getattr(self, name))
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def proba(self, params: Any, codes: jax.Array) -> jax.Array:
+        """Class scores ``[m, C]``."""
+        raise NotImplementedError
+
+    def predict(self, params: Any, codes: jax.Array, key: jax.Array | None) -> jax.Array:
+        """Class indices ``[m]`` (default: the argmax of :meth:`proba`, ties to the lower)."""
+        return self.proba(params, codes).argmax(-1).astype(np.int32)
+
+    @property
+    def needs_predict_key(self) -> bool:
+        """Whether :meth:`predict` draws at random (then it needs a key)."""
+        return False
+
+    def not_private(self) -> list[str]:
+        """The parts of this configuration that read the data outside any mechanism (labelled
+        paper modes); the API warns for each and the ledger's epsilon becomes infinite."""
+        return []
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """A rough upper estimate of the bytes one fit needs (the API refuses fits beyond the
+        memory limit instead of running out of memory)."""
+        return 0.0
+
+
+LearnerT = TypeVar("LearnerT", bound=type[Learner])
+LEARNERS: dict[str, type[Learner]] = {}
+
+
+def register(cls: LearnerT) -> LearnerT:
+    """Make a learner config class available as ``dpjax.fit(..., method=cls.name)``."""
+    LEARNERS[cls.name] = cls
+    return cls
+
+
+def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> Learner:
+    """The validated config of ``method`` (a registered name, or a config) with ``params``."""
+    params = params or {}
+    if isinstance(method, Learner):
+        return method.replace(**params) if params else method
+    if not isinstance(method, str) or method not in LEARNERS:
+        raise ValueError(f"unknown method {method!r}; available: {sorted(LEARNERS)}")
+    return LEARNERS[method]().replace(**params)
+
+
+# --- field checks ------------------------------------------------------------------------
+
+
+def positive_int(upper: int | None = None) -> Check:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1 or (
+                upper is not None and value > upper):
+            bound = f" and <= {upper}" if upper is not None else ""
+            raise ValueError(f"{name} must be an integer >= 1{bound}, got {value!r}")
+        return int(value)
+    return check
+
+
+def choice(*options: Any) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value not in options:
+            raise ValueError(f"{name} must be one of {options}, got {value!r}")
+        return value
+    return check
+
+
+def unit_interval(*, open_low: bool = True, open_high: bool = False) -> Check:
+    def check(name: str, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        low_ok = number > 0 if open_low else number >= 0
+        high_ok = number < 1 if open_high else number <= 1
+        if isinstance(value, bool) or not (low_ok and high_ok):
+            interval = f"{'(' if open_low else '['}0, 1{')' if open_high else ']'}"
+            raise ValueError(f"{name} must be in {interval}, got {value!r}")
+        return number
+    return check
+
+
+def positive_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+            0 < float(value) < float("inf")):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def or_literal(literal: Any, check: Check) -> Check:
+    """``literal`` as is, anything else through ``check``."""
+    def either(name: str, value: Any) -> Any:
+        if isinstance(value, type(literal)) and value == literal:
+            return value
+        return check(name, value)
+    return either

@@ -1,0 +1,97 @@
+"""Forest learners: random trees (Bojarski et al.) and the RF-L / RF-E baselines of Nock &
+Henecka (§6.5), all served by :func:`dpjax.ensembles.fit_random_trees`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+
+from dpjax.ensembles.random_trees import (
+    FOREST_COMPOSITIONS,
+    LEAF_ESTIMATES,
+    VOTING,
+    fit_random_trees,
+    forest_predict,
+    forest_proba,
+)
+from dpjax.learners.base import FitContext, Learner, choice, hyper, positive_int, register
+from dpjax.trees.dense import DenseTree
+from dpjax.trees.grow import THRESHOLD_RANGES
+
+MAX_DEPTH = 20
+LANE_BYTES = 48
+"""Memory of one lane of the exact samplers (state, words, compaction copies)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Forest(Learner):
+    """Shared fields and rules of the forests (random structures, noisy leaf statistics)."""
+
+    n_trees: int = hyper(11, positive_int())
+    depth: int = hyper(12, positive_int(MAX_DEPTH))
+    voting: str = hyper("threshold", choice(*VOTING))
+    noise: str = hyper("laplace", choice("laplace"))
+    leaf_estimate: str = hyper("smoothed", choice(*LEAF_ESTIMATES))
+    leaf_composition: str = hyper("tree", choice(*FOREST_COMPOSITIONS))
+    threshold_range: str = hyper("global", choice(*THRESHOLD_RANGES))
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[DenseTree, Any]:
+        return fit_random_trees(
+            key, codes, y, epsilon, n_trees=self.n_trees, depth=self.depth,
+            n_codes_per_feature=context.n_codes_per_feature, n_classes=context.n_classes,
+            sensitivity=context.sensitivity, noise=self.noise,
+            threshold_range=self.threshold_range, leaf_estimate=self.leaf_estimate,
+            leaf_composition=self.leaf_composition, structure_key=context.structure_key)
+
+    def proba(self, params: DenseTree, codes: jax.Array) -> jax.Array:
+        return forest_proba(params, codes, self.voting)
+
+    def predict(self, params: DenseTree, codes: jax.Array, key: jax.Array | None) -> jax.Array:
+        return forest_predict(params, codes, self.voting, key)
+
+    @property
+    def needs_predict_key(self) -> bool:
+        return self.voting == "probabilistic"
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """Routing every row through every tree (int32 leaves and temporaries) and the noisy
+        leaf counts (a sampler lane each)."""
+        leaves = 2**self.depth
+        return 16.0 * self.n_trees * m + float(LANE_BYTES) * self.n_trees * leaves * n_classes
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class RandomTrees(Forest):
+    """Bojarski et al.'s DP random decision trees: random structures, noisy leaf class counts
+    (exact discrete Laplace, one release per tree), smoothed leaf estimates, threshold
+    averaging."""
+
+    name: ClassVar[str] = "random_trees"
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class RFLaplace(Forest):
+    """RF-L (Nock & Henecka §6.5): 21 random trees, each leaf's label the argmax of its
+    Laplace-noised counts (budget ``ε/(T·2^d)`` per leaf), majority vote."""
+
+    name: ClassVar[str] = "rf_laplace"
+    n_trees: int = hyper(21, positive_int())
+    depth: int = hyper(4, positive_int(MAX_DEPTH))
+    voting: str = hyper("majority", choice(*VOTING))
+    leaf_estimate: str = hyper("label", choice(*LEAF_ESTIMATES))
+    leaf_composition: str = hyper("leaf", choice(*FOREST_COMPOSITIONS))
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class RFExponential(RFLaplace):
+    """RF-E (Nock & Henecka §6.5): as RF-L, each leaf's label drawn by the exponential-mechanism
+    family (permute-and-flip) on its counts."""
+
+    name: ClassVar[str] = "rf_exponential"
+    noise: str = hyper("exponential", choice("exponential"))

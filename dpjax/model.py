@@ -1,0 +1,187 @@
+"""Fitted models: :class:`Model` (one fit) and :class:`Sweep` (a grid x seeds batch of fits).
+
+Prediction is the learner config's pure ``proba`` / ``predict``, jit-compiled once per config
+(the config is the cache key: configs that differ only in traced settings share the code).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax.data import FeatureSpec, encode, encode_labels
+from dpjax.keys import as_key
+from dpjax.learners import Learner
+from dpjax.mechanisms import PrivacyLedger
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Seconds spent compiling (0 when the compiled program was cached) and running a fit."""
+
+    compile_s: float
+    run_s: float
+
+
+class _Configured:
+    """``method`` and ``hyperparams`` read off the learner ``config``."""
+
+    config: Learner
+
+    @property
+    def method(self) -> str:
+        return self.config.name
+
+    @property
+    def hyperparams(self) -> dict[str, Any]:
+        return self.config.hyperparams
+
+
+@dataclasses.dataclass(frozen=True)
+class Model(_Configured):
+    """A fitted dpjax model.
+
+    ``params`` is a pytree (a :class:`~dpjax.trees.DenseTree` batch for forests); ``config`` the
+    learner configuration that fitted it; :meth:`proba_function` gives the pure ``(params,
+    codes) -> [m, C]`` map to use inside ``jax.jit`` / ``vmap``; :meth:`encode` turns raw ``X``
+    into the codes it reads. ``privacy`` is the ledger of every release made from the training
+    data.
+    """
+
+    config: Learner
+    params: Any
+    spec: FeatureSpec
+    classes: tuple[Any, ...]
+    privacy: PrivacyLedger
+    timings: Timings
+    on_out_of_bounds: str = "clip"
+
+    @property
+    def learner(self) -> Learner:
+        return self.config
+
+    def encode(self, X: Any) -> jax.Array:
+        """uint8 codes ``[m, n]`` of raw ``X`` under the model's public feature spec."""
+        return jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
+
+    def proba_function(self) -> Callable[[Any, jax.Array], jax.Array]:
+        """Pure ``(params, codes) -> class scores [m, C]`` (jit/vmap/grad-friendly)."""
+        return self.config.proba
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class scores ``[m, C]`` (columns in the order of ``classes``)."""
+        return np.asarray(_jitted_proba(self.config)(self.params, self.encode(X)))
+
+    def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
+        """Predicted labels (values of ``classes``). Randomised rules need ``key``."""
+        if self.config.needs_predict_key and key is None:
+            raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
+                             "pass key=...")
+        index = _jitted_predict(self.config)(self.params, self.encode(X),
+                                             as_key(0 if key is None else key))
+        return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
+            np.asarray(self.classes).dtype)
+
+    def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
+        """Accuracy of :meth:`predict` on ``(X, y)``."""
+        predicted, labels = self.predict(X, key), np.asarray(y)
+        if labels.shape != predicted.shape:
+            raise ValueError(f"y must hold one label per row of X ({predicted.shape[0]}); got "
+                             f"shape {labels.shape}")
+        return float(np.mean(predicted == labels))
+
+    def summary(self) -> str:
+        hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
+        return (f"dpjax {self.method} model ({hyper})\n"
+                f"  {self.spec.n_features} features, classes {list(self.classes)}\n"
+                f"  fit: compile {self.timings.compile_s:.3f}s, run {self.timings.run_s:.3f}s\n"
+                + "\n".join("  " + line for line in str(self.privacy).splitlines()))
+
+    def __repr__(self) -> str:
+        eps = "non-private" if not self.privacy.private else f"epsilon={self.privacy.epsilon:g}"
+        return f"<dpjax.Model {self.method} {eps} classes={list(self.classes)}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep(_Configured):
+    """Models fitted in one vmapped call over a grid of traced settings x seeds.
+
+    ``params`` has leading axes ``[len(grid), len(seeds)]``; ``grid[i]`` is the dict of traced
+    settings (``epsilon``, ...) of row ``i``, ``configs[i]`` its learner config and
+    ``ledgers[i]`` its privacy ledger.
+    """
+
+    configs: tuple[Learner, ...]
+    params: Any
+    grid: tuple[dict[str, float], ...]
+    seeds: tuple[int | None, ...]
+    spec: FeatureSpec
+    classes: tuple[Any, ...]
+    ledgers: tuple[PrivacyLedger, ...]
+    timings: Timings
+    on_out_of_bounds: str = "clip"
+
+    @property
+    def config(self) -> Learner:
+        """The static configuration shared by every grid point."""
+        return self.configs[0]
+
+    def model(self, i: int, j: int = 0) -> Model:
+        """The model of grid point ``i`` and seed index ``j``."""
+        params = jax.tree.map(lambda a: a[i, j], self.params)
+        return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
+                     self.timings, self.on_out_of_bounds)
+
+    def _codes(self, X: Any) -> jax.Array:
+        return jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
+        return np.asarray(_jitted_sweep(self.config, "proba")(self.params, self._codes(X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class indices ``[len(grid), len(seeds), m]`` of the deterministic prediction rule (one
+        compiled call; randomised rules are not supported here)."""
+        if self.config.needs_predict_key:
+            raise ValueError("Sweep.predict needs a deterministic prediction rule; use "
+                             "sweep.model(i, j).predict(X, key=...)")
+        return np.asarray(_jitted_sweep(self.config, "predict")(self.params, self._codes(X)))
+
+    def score(self, X: Any, y: Any) -> np.ndarray:
+        """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule."""
+        y_index, _, _ = encode_labels(y, self.classes)
+        predicted = self.predict(X)
+        if y_index.shape[0] != predicted.shape[-1]:
+            raise ValueError(f"y must hold one label per row of X ({predicted.shape[-1]}); got "
+                             f"{y_index.shape[0]}")
+        return (predicted == y_index).mean(-1)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_proba(config: Learner) -> Callable[..., Any]:
+    return jax.jit(config.proba)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_predict(config: Learner) -> Callable[..., Any]:
+    return jax.jit(config.predict)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_sweep(config: Learner, rule: str) -> Callable[..., Any]:
+    """Scores (``rule="proba"``) or deterministic predictions (``"predict"``) of a ``[grid,
+    seeds]`` batch of models: ``lax.map`` over grid points (bounded memory), ``vmap`` over
+    seeds."""
+    if rule == "proba":
+        one = config.proba
+    else:
+        def one(params: Any, codes: jax.Array) -> jax.Array:
+            return config.predict(params, codes, None)
+    per_point = jax.vmap(one, in_axes=(0, None))
+    return jax.jit(lambda params, codes: jax.lax.map(lambda p: per_point(p, codes), params))
