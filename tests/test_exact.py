@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import Z, binomial_tolerance, pf_probabilities
 from scipy import stats
 
 from dpjax.mechanisms import Cost, laplace_mechanism, parallel, permute_and_flip
@@ -22,7 +23,6 @@ from dpjax.mechanisms.exact import (
     uniform_below,
 )
 from dpjax.mechanisms.laplace import grid_step
-from tests.conftest import Z, binomial_tolerance, pf_probabilities
 
 DRAWS = 10**6
 P_FLOOR = 1e-4   # chi-square p-values below this fail (deterministic: fixed keys)
