@@ -6,33 +6,42 @@ The pieces, smallest first:
 * :func:`data_dir` / :func:`load` -- a registered dataset as :class:`Data`: the raw table, the
   0/1 labels and the uint8 codes under the dataset's *public* schema (bounds and categories of
   the full published file, ``dpjax.data.public_bounds``; missing values get their own code).
-* :class:`Split` and split protocols (``(y, seed) -> Split``), e.g. :func:`holdout`.
+* :class:`Split` and split protocols (``(y, seed) -> Split``), e.g. :func:`holdout`;
+  :func:`stratified_kfold` -- the splits of a k-fold cross-validation.
 * :class:`Method` -- a name and an ``evaluate(data, split, seed) -> rows`` function. One call
   may return many rows (one per setting, e.g. every ``(k, h)`` of a grid computed in one jitted
   program). :func:`fit_grid` wraps plain ``dpjax.fit`` calls into a Method.
 * :func:`run` -- every method on every seed of one dataset: a tidy DataFrame, one row per
   dataset x method x setting x run, holding error *counts* (``val_wrong``/``val_n``,
   ``test_wrong``/``test_n``) and the derived error rates.
-* :func:`select_best`, :func:`binomial_summary`, :func:`mean_ci` -- model selection and
-  aggregation; :func:`markdown_table`, :func:`paper_comparison` -- reports;
-  :func:`save_results` -- CSV + markdown + PNG under ``experiments/results/``.
+* :class:`CompiledPrograms` -- jitted programs compiled once per shape, with compile and run
+  seconds kept apart.
+* :func:`select_best`, :func:`binomial_summary`, :func:`mean_ci`, :func:`paired_t_test` -- model
+  selection, aggregation and comparison; :func:`markdown_table`, :func:`paper_comparison`,
+  :func:`sort_rows`, :func:`pyplot` -- reports;
+  :func:`save_results` -- CSV + markdown + PNG (+ extra tables and a JSON of run facts) under
+  ``experiments/results/``, :func:`read_results` / :func:`read_meta` to report from them
+  without refitting; :func:`source_digest` -- which dpjax version produced the numbers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 import pandas as pd
 
 import dpjax
 from dpjax.data import FeatureSpec, encode, make_feature_spec, missing_columns, public_bounds
-from dpjax.data.splits import stratified_split
+from dpjax.data.splits import stratified_folds, stratified_split
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "experiments" / "results"
@@ -111,6 +120,25 @@ def holdout(test_fraction: float, val_fraction: float = 0.0) -> SplitProtocol:
         return Split(rest[inner_train], test, rest[inner_val])
 
     return split
+
+
+def stratified_kfold(y: np.ndarray, n_folds: int, seed: int = 0, *,
+                     common_train_size: bool = False) -> list[Split]:
+    """The ``(train, test)`` splits of a stratified ``n_folds``-fold cross-validation (fold
+    shuffle seeded by ``seed``). ``common_train_size``: every training part cut -- at random,
+    one seeded generator drawing fold after fold, indices kept sorted -- to the smallest training
+    size, so that all folds share the shapes of one compiled program (at most a few rows are
+    dropped per fold)."""
+    folds = stratified_folds(y, n_folds, seed)
+    size = len(y) - max(len(f) for f in folds)
+    rng = np.random.default_rng(seed)
+    splits = []
+    for test in folds:
+        train = np.setdiff1d(np.arange(len(y)), test)
+        if common_train_size:
+            train = np.sort(rng.permutation(train)[:size])
+        splits.append(Split(train, test))
+    return splits
 
 
 Row = dict[str, Any]
@@ -236,13 +264,42 @@ def run(
     df = pd.concat(frames, ignore_index=True)
     # integer settings (not the counts) stay integers where other methods leave them empty
     counts = {"run", "val_wrong", "test_wrong"}
-    df = df.astype({c: "Int64" for c, is_int in integer_columns.items()
-                    if is_int and c not in counts and df[c].isna().any()})
+    df = add_error_rates(df.astype({c: "Int64" for c, is_int in integer_columns.items()
+                                    if is_int and c not in counts and df[c].isna().any()}))
+    first = ["dataset", "run", "method"]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def add_error_rates(df: pd.DataFrame) -> pd.DataFrame:
+    """``val_error`` / ``test_error`` (fractions) from the error counts, in place: exactly the
+    rates :func:`run` computed, also for rows read back from a CSV (:func:`read_results`)."""
     for part in ("val", "test"):
         if f"{part}_wrong" in df:
             df[f"{part}_error"] = df[f"{part}_wrong"] / df[f"n_{part}"].replace(0, np.nan)
-    first = ["dataset", "run", "method"]
-    return df[first + [c for c in df.columns if c not in first]]
+    return df
+
+
+class CompiledPrograms:
+    """Jitted programs compiled ahead once per ``key`` (``program.lower(*args).compile()``) and
+    run to completion; ``compile_s`` / ``run_s`` add up the seconds spent in each. Reuse one
+    instance across calls whose arguments share shapes (e.g. the folds of a cross-validation
+    cut to a common training size) to compile each program once."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[Any, Any] = {}
+        self.compile_s = 0.0
+        self.run_s = 0.0
+
+    def __call__(self, key: Any, program: Any, *args: Any) -> Any:
+        """``program(*args)`` through the executable compiled for ``key``, waited for."""
+        start = time.perf_counter()
+        if key not in self.compiled:
+            self.compiled[key] = program.lower(*args).compile()
+        middle = time.perf_counter()
+        out = jax.block_until_ready(self.compiled[key](*args))
+        self.compile_s += middle - start
+        self.run_s += time.perf_counter() - middle
+        return out
 
 
 def select_best(
@@ -293,6 +350,20 @@ def mean_ci(
     out = df.groupby(list(by), sort=False)[value].agg(["mean", "std", "count"])
     out["ci"] = z * out["std"] / np.sqrt(out["count"])
     return out.reset_index()
+
+
+def paired_t_test(a: np.ndarray, b: np.ndarray, level: float = 0.01
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Paired two-sided t-tests of ``a`` vs ``b`` (``[comparisons, runs]``, e.g. the folds'
+    errors of two methods): the p-values, whether each is significant (``p < level``; a NaN p,
+    e.g. from identical errors, is not) and whether ``a`` is significantly lower."""
+    from scipy import stats
+
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = stats.ttest_rel(a, b, axis=1).pvalue
+    significant = np.nan_to_num(p, nan=1.0) < level
+    return p, significant, significant & (a.mean(1) < b.mean(1))
 
 
 def mode_setting(df: pd.DataFrame, columns: Sequence[str],
@@ -348,6 +419,15 @@ def paper_comparison(
     return merged
 
 
+def sort_rows(df: pd.DataFrame, orders: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """``df`` sorted by the position of each column's value in its ``orders`` list (first
+    column first), e.g. datasets and methods in a paper's order; a fresh index."""
+    keys = {f"_order_{column}": df[column].map({v: i for i, v in enumerate(order)})
+            for column, order in orders.items()}
+    return (df.assign(**keys).sort_values(list(keys)).drop(columns=list(keys))
+            .reset_index(drop=True))
+
+
 def format_error(error: float, ci: float, setting: str | float | None = None) -> str:
     """``12.34 ± 1.23 (k,h)``, or ``n/a``."""
     if error is None or (isinstance(error, float) and np.isnan(error)):
@@ -358,6 +438,16 @@ def format_error(error: float, ci: float, setting: str | float | None = None) ->
     return text
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (reports write PNGs only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_results(
     stem: str,
     *,
@@ -365,14 +455,27 @@ def save_results(
     markdown: str | None = None,
     figure: Any = None,
     directory: Path = RESULTS_DIR,
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    suffix: str = ".csv",
+    float_format: str = "%.6g",
 ) -> list[Path]:
-    """Write ``<stem>.csv`` (tidy rows), ``<stem>.md`` and ``<stem>.png`` (a matplotlib figure)
-    under ``directory``; returns the paths written."""
+    """Write ``<stem>.csv`` (tidy rows; ``suffix`` e.g. ``".csv.gz"`` compresses it),
+    ``<stem>.md`` and ``<stem>.png`` (a matplotlib figure) under ``directory``; each of
+    ``tables`` as ``<stem>_<name>`` (the name carries the extension, e.g. ``grid.csv.gz``) and
+    ``meta`` (facts of the run: settings, wall time, :func:`source_digest`) as ``<stem>.json``.
+    Floats are written with ``float_format``. Returns the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    if tidy is not None:
-        path = directory / f"{stem}.csv"
-        tidy.to_csv(path, index=False, float_format="%.6g")
+    frames = {f"{stem}{suffix}": tidy,
+              **{f"{stem}_{name}": df for name, df in (tables or {}).items()}}
+    for name, df in frames.items():
+        if df is not None:
+            df.to_csv(directory / name, index=False, float_format=float_format)
+            written.append(directory / name)
+    if meta is not None:
+        path = directory / f"{stem}.json"
+        path.write_text(json.dumps(meta, indent=1) + "\n")
         written.append(path)
     if markdown is not None:
         path = directory / f"{stem}.md"
@@ -383,3 +486,29 @@ def save_results(
         figure.savefig(path, dpi=120, bbox_inches="tight")
         written.append(path)
     return written
+
+
+def read_results(stem: str, name: str | None = None, directory: Path = RESULTS_DIR, *,
+                 suffix: str = ".csv", rates: bool = True) -> pd.DataFrame:
+    """A table written by :func:`save_results` (``name=None``: the tidy ``<stem><suffix>``),
+    error rates recomputed from the counts (:func:`add_error_rates`), so that reports built from
+    the files equal those built in memory. ``rates=False`` keeps the rates as stored (rounded to
+    the written precision), for reports that were computed from the stored values."""
+    path = directory / (f"{stem}{suffix}" if name is None else f"{stem}_{name}")
+    df = pd.read_csv(path)
+    return add_error_rates(df) if rates else df
+
+
+def read_meta(stem: str, directory: Path = RESULTS_DIR) -> dict[str, Any]:
+    """The ``meta`` of :func:`save_results`."""
+    return json.loads((directory / f"{stem}.json").read_text())
+
+
+def source_digest() -> str:
+    """Short sha256 of the dpjax sources (the library is developed alongside the experiments;
+    the digest says which version produced the numbers)."""
+    package = Path(dpjax.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

@@ -1,5 +1,5 @@
 """(Differentially private) completely random decision-tree forests — Bojarski, Choromanska,
-Choromanski & LeCun (2014); spec ``shared/specs/dp-random-decision-trees.md``.
+Choromanski & LeCun (2014); spec ``docs/specs/dp-random-decision-trees.md``.
 
 The structure of each of the ``k`` trees comes from the key alone (spec §1.2); only the leaf
 class counts touch the data. Under DP every counter of every leaf (empty ones included) gets
@@ -14,12 +14,20 @@ leaf distribution ``theta`` their normalisation, a uniform Dirichlet(1) draw as 
 (for ``C = 2`` exactly the binary algorithm's ``theta ~ U[0, 1]``).
 
 The same function fits the RF-L / RF-E baselines of Nock & Henecka (spec
-``shared/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
+``docs/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
 (``leaf_composition="leaf"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the
 leaves"), with the Laplace mechanism and the noisy argmax as the leaf label (RF-L,
 ``leaf_estimate="label"``) or a private selection on the counts (RF-E, ``noise="exponential"``,
 utility sensitivity 1; permute-and-flip, which has the exponential mechanism's guarantee), and
 the forest takes the majority vote.
+
+:func:`fit_random_trees` is the composition of pure stages, public so that experiments build
+on them instead of copying them: :func:`forest_structures` (from the key alone),
+:func:`forest_leaf_index` and :func:`leaf_class_counts` (the only data access),
+:func:`release_counts` (the one private release, at :func:`leaf_epsilon`),
+:func:`leaf_estimates` (post-processing, :func:`leaf_distribution`), and :func:`vote` (behind
+:func:`forest_proba` / :func:`forest_predict`), which can count only the first ``n_active``
+trees of a nested forest.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ VOTING = ("majority", "threshold", "probabilistic")
 NOISE = ("laplace", "exponential")
 LEAF_ESTIMATES = ("smoothed", "paper", "label")
 FOREST_COMPOSITIONS = ("tree", "leaf")
+COSTS = {"laplace": "leaf class counts", "exponential": "leaf labels"}
+"""The name of each noise's release in the costs of :func:`fit_random_trees`."""
 
 
 def tree_keys(key: jax.Array, n_trees: int) -> jax.Array:
@@ -65,11 +75,17 @@ def leaf_distribution(
     if estimate == "smoothed":
         clamped = jnp.maximum(counts, 0.0) + 1.0
         return clamped / clamped.sum(-1, keepdims=True)
-    fallback = (counts < 0).any(-1) | (counts == 0).all(-1)
+    fallback = fallback_leaves(counts)
     uniform = jax.random.exponential(key, counts.shape)
     uniform = uniform / uniform.sum(-1, keepdims=True)
     total = jnp.where(fallback, 1.0, counts.sum(-1))
     return jnp.where(fallback[..., None], uniform, counts / total[..., None])
+
+
+def fallback_leaves(counts: jax.Array) -> jax.Array:
+    """Where the ``"paper"`` estimate of :func:`leaf_distribution` falls back to a uniform draw:
+    bool ``[...]`` of counts ``[..., C]`` with a negative count or all counts zero."""
+    return (counts < 0).any(-1) | (counts == 0).all(-1)
 
 
 def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str) -> jax.Array:
@@ -77,6 +93,87 @@ def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str)
     the tree's leaves are disjoint and released as one vector) or one leaf's (``eps / (k *
     2^d)``, ``"leaf"``)."""
     return round_down(epsilon / (n_trees * (2**depth if composition == "leaf" else 1)))
+
+
+def forest_structures(
+    key: jax.Array,
+    n_trees: int,
+    depth: int,
+    n_codes_per_feature: jax.Array,
+    threshold_range: str = "global",
+) -> tuple[jax.Array, jax.Array]:
+    """The forest's data-independent structures (spec §1.2): split arrays ``(feature,
+    threshold)``, int32 ``[n_trees, 2**depth - 1]``, tree ``i`` drawn by
+    :func:`dpjax.trees.random_splits` from ``tree_keys(key, n_trees)[i]`` -- so the first ``k``
+    trees drawn from a key are the ``k``-tree forest of that key."""
+    return jax.vmap(random_splits, in_axes=(0, None, None, None))(
+        tree_keys(key, n_trees), depth, n_codes_per_feature, threshold_range)
+
+
+def forest_leaf_index(feature: jax.Array, threshold: jax.Array, codes: jax.Array) -> jax.Array:
+    """Leaf reached by each row of ``codes`` (uint8 ``[m, n]``) in every tree of split arrays
+    ``[n_trees, 2**d - 1]``: int32 ``[n_trees, m]``."""
+    return jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
+
+
+def leaf_class_counts(leaves: jax.Array, y: jax.Array, n_classes: int,
+                      n_leaves: int) -> jax.Array:
+    """Exact class counts, int32 ``[n_trees, n_leaves, n_classes]``, of the rows with labels
+    ``y`` (int ``[m]``) that reach ``leaves`` (``[n_trees, m]``, :func:`forest_leaf_index`).
+    The forest's only statistic of the data (the sensitive input of :func:`release_counts`)."""
+    onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.int32)     # int32: exact counts
+    return jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, n_leaves)
+
+
+def release_counts(
+    key: jax.Array,
+    counts: jax.Array,
+    epsilon_each: jax.Array,
+    *,
+    sensitivity: float = 1.0,
+    noise: str = "laplace",
+    leaf_composition: str = "tree",
+) -> tuple[jax.Array, Cost]:
+    """The forest's private release of its leaf counts ``[n_trees, L, C]`` (int32).
+
+    Args:
+      key: PRNG key of this release (never shared with another one).
+      counts: exact counts of :func:`leaf_class_counts`.
+      epsilon_each: budget of one released vector, traced (:func:`leaf_epsilon`: a tree's
+        counts for ``leaf_composition="tree"``, a leaf's for ``"leaf"``).
+      sensitivity: L1 sensitivity of one tree's counts (1 add/remove, 2 replace-one).
+      noise: ``"laplace"``: exact discrete Laplace noise on every counter (empty leaves
+        included); ``"exponential"``: each leaf's label selected by permute-and-flip on its
+        counts (utility sensitivity 1).
+
+    Returns:
+      ``(release, cost)``: noisy counts float32 ``[n_trees, L, C]`` (Laplace) or labels int32
+      ``[n_trees, L]`` (exponential), and the cost of each released vector, ``[n_trees]``
+      (``"tree"``) or ``[n_trees, L]`` (``"leaf"``).
+    """
+    if noise not in NOISE:
+        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+    per_leaf = leaf_composition == "leaf"
+    if noise == "exponential":
+        # One example moves each class's count of a leaf by at most 1 under either relation; a
+        # replaced example can touch two leaves of a tree, which share the tree's budget then.
+        touched = 1 if per_leaf else int(sensitivity)
+        label, cost = permute_and_flip(key, counts, 1.0, epsilon_each / touched,
+                                       label="sens. 1")
+        return label, (cost if per_leaf else parallel(cost, touched=touched))
+    return laplace_mechanism(key, counts, sensitivity, epsilon_each, integer=True,
+                             event_ndim=1 if per_leaf else 2,
+                             label=f"L1 sens. {sensitivity:g}")
+
+
+def leaf_estimates(key: jax.Array, release: jax.Array, n_classes: int, *,
+                   noise: str = "laplace", estimate: str = "smoothed") -> jax.Array:
+    """Leaf class distributions ``theta [n_trees, L, C]`` from a :func:`release_counts` release
+    (post-processing): the one-hot of the released labels (``"exponential"``) or
+    :func:`leaf_distribution` of the noisy counts, ``key`` seeding its fallback draws."""
+    if noise == "exponential":
+        return jax.nn.one_hot(release, n_classes, dtype=jnp.float32)
+    return leaf_distribution(key, release, estimate)
 
 
 def fit_random_trees(
@@ -118,61 +215,62 @@ def fit_random_trees(
 
     Returns:
       ``(forest, costs)``: a batched :class:`DenseTree` with ``[n_trees]`` leading axis and
-      leaf ``theta [n_trees, 2**depth, n_classes]``, and ``{"leaf class counts": cost}`` with
-      one cost per released vector (``[n_trees]`` or ``[n_trees, 2**depth]``; empty without
-      DP).
+      leaf ``theta [n_trees, 2**depth, n_classes]``, and ``{COSTS[noise]: cost}`` (``"leaf
+      class counts"`` or ``"leaf labels"``) with one cost per released vector (``[n_trees]``
+      or ``[n_trees, 2**depth]``, :func:`release_counts`; empty without DP).
     """
     k_structure, k_noise, k_fallback = jax.random.split(key, 3)
     if structure_key is not None:
         k_structure = structure_key
-    feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None, None))(
-        tree_keys(k_structure, n_trees), depth, n_codes_per_feature, threshold_range)
-    leaves = jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
-    onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.int32)     # int32: exact counts
-    counts = jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, 2**depth)
+    feature, threshold = forest_structures(k_structure, n_trees, depth, n_codes_per_feature,
+                                           threshold_range)
+    counts = leaf_class_counts(forest_leaf_index(feature, threshold, codes), y, n_classes,
+                               2**depth)
     if epsilon is None:
-        return DenseTree(feature=feature, threshold=threshold, leaf=leaf_distribution(
-            k_fallback, counts.astype(jnp.float32), leaf_estimate)), {}
-    epsilon_each = leaf_epsilon(epsilon, n_trees, depth, leaf_composition)
-    per_leaf = leaf_composition == "leaf"
-    if noise == "exponential":
-        # One example moves each class's count of a leaf by at most 1 under either relation; a
-        # replaced example can touch two leaves of a tree, which share the tree's budget then.
-        touched = 1 if per_leaf else int(sensitivity)
-        label, cost = permute_and_flip(k_noise, counts, 1.0, epsilon_each / touched,
-                                       label="sens. 1")
-        cost = cost if per_leaf else parallel(cost, touched=touched)
-        leaf = jax.nn.one_hot(label, n_classes, dtype=jnp.float32)
-        return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {
-            "leaf labels": cost}
-    counts, cost = laplace_mechanism(k_noise, counts, sensitivity, epsilon_each, integer=True,
-                                     event_ndim=1 if per_leaf else 2,
-                                     label=f"L1 sens. {sensitivity:g}")
-    forest = DenseTree(feature=feature, threshold=threshold,
-                       leaf=leaf_distribution(k_fallback, counts, leaf_estimate))
-    return forest, {"leaf class counts": cost}
+        leaf = leaf_distribution(k_fallback, counts.astype(jnp.float32), leaf_estimate)
+        return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {}
+    release, cost = release_counts(
+        k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, leaf_composition),
+        sensitivity=sensitivity, noise=noise, leaf_composition=leaf_composition)
+    leaf = leaf_estimates(k_fallback, release, n_classes, noise=noise, estimate=leaf_estimate)
+    return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {COSTS[noise]: cost}
 
 
-def forest_proba(forest: DenseTree, codes: jax.Array, voting: str = "majority") -> jax.Array:
-    """Class scores ``[m, C]`` of a forest (spec §2).
+def vote(theta: jax.Array, voting: str = "majority",
+         n_active: jax.Array | int | None = None) -> jax.Array:
+    """Class scores ``[m, C]`` from the leaf distributions ``theta [n_trees, m, C]`` that the
+    rows reach in each tree (spec §2).
 
     ``majority``: fraction of trees voting each class (a tree votes its leaf's argmax; ties go
     to the lower class index, i.e. ``+`` iff ``theta > 1/2``, A6). ``threshold`` and
-    ``probabilistic``: the mean leaf distribution ``theta^d``.
+    ``probabilistic``: the mean leaf distribution ``theta^d``. ``n_active`` (traced allowed):
+    only the first ``n_active`` trees vote (default: all) -- with nested structures
+    (:func:`forest_structures`) the votes of the first ``k`` trees of one forest, so a single
+    forest serves every forest size ``k`` (the leaf estimates of those ``k`` trees given).
     """
-    theta = apply_trees(forest, codes)
     if voting == "majority":
-        return jax.nn.one_hot(theta.argmax(-1), theta.shape[-1]).mean(0)
-    return theta.mean(0)
+        theta = jax.nn.one_hot(theta.argmax(-1), theta.shape[-1])
+    if n_active is None:
+        return theta.mean(0)
+    active = (jnp.arange(theta.shape[0]) < n_active).reshape((-1,) + (1,) * (theta.ndim - 1))
+    return jnp.where(active, theta, 0.0).sum(0) / n_active
+
+
+def forest_proba(forest: DenseTree, codes: jax.Array, voting: str = "majority",
+                 n_active: jax.Array | int | None = None) -> jax.Array:
+    """Class scores ``[m, C]`` of a forest: :func:`vote` of the leaves ``codes`` reach
+    (``n_active``: only the first ``n_active`` trees vote)."""
+    return vote(apply_trees(forest, codes), voting, n_active)
 
 
 def forest_predict(
-    forest: DenseTree, codes: jax.Array, voting: str = "majority", key: jax.Array | None = None
+    forest: DenseTree, codes: jax.Array, voting: str = "majority", key: jax.Array | None = None,
+    n_active: jax.Array | int | None = None,
 ) -> jax.Array:
     """Class indices ``[m]``. MV and TA take the argmax of :func:`forest_proba` (ties go to the
     lower index: the paper's strict ``num > k/2`` and ``theta > 1/2``, A7); PA samples a class
-    from ``theta^d`` with ``key`` (A24)."""
-    proba = forest_proba(forest, codes, voting)
+    from ``theta^d`` with ``key`` (A24). ``n_active``: only the first ``n_active`` trees vote."""
+    proba = forest_proba(forest, codes, voting, n_active)
     if voting == "probabilistic":
         if key is None:
             raise ValueError("probabilistic voting draws a coin per example: pass key=...")
