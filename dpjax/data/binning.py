@@ -1,4 +1,4 @@
-"""Public binning of tabular features into uint8 codes (DESIGN.md "Data flows one way").
+"""Public binning of tabular features into uint8 codes (``docs/design.md``, "Data flow").
 
 Numeric features are cut into ``n_bins`` equal-width bins inside *public* bounds; categorical
 features are coded by their position in a *declared* category list, plus one "other" code for

@@ -1,9 +1,9 @@
-"""Dataset registry: the papers' tabular datasets, with labels binarised as
-``shared/datasets/MANIFEST.md`` says (1 = positive class, 0 = the rest).
+"""Dataset registry: the papers' tabular datasets, with labels binarised as the datasets'
+manifest says (1 = positive class, 0 = the rest).
 
 Three small UCI datasets (banknote, breastwisc, transfusion; CC BY 4.0) ship inside the
 package. The others are read from ``data_dir``, or the directory named by the ``DPJAX_DATA``
-environment variable, holding ``<name>.csv.gz`` files (the project's ``shared/datasets``).
+environment variable, holding ``<name>.csv.gz`` files (gzipped CSV, the label last).
 """
 
 from __future__ import annotations
