@@ -83,7 +83,7 @@ class Prepared:
                traced: dict[str, jax.Array], size: jax.Array,
                structure_key: jax.Array | None) -> Any:
             context = FitContext(n_codes, n_classes, self.sensitivity,
-                                 None if release_size else size, structure_key)
+                                 size if private and not release_size else None, structure_key)
             return config.fit(key, codes, y, epsilon if private else None, context, **traced)
 
         return fn, (config, tuple(np.asarray(n_codes).tolist()), n_classes, self.sensitivity,

@@ -112,6 +112,19 @@ def test_configs_are_validated_once_and_hashable():
         config.n_trees = 5  # type: ignore[misc]
 
 
+def test_register_guards_the_cache_key_contract_and_names():
+    with pytest.raises(ValueError, match="already registered"):
+        register(dataclasses.make_dataclass("Impostor", [], bases=(RandomTrees,), frozen=True,
+                                            namespace={"name": "random_trees"}))
+    leaky = dataclasses.make_dataclass(
+        "Leaky", [("n", int, dataclasses.field(default=1, compare=False))], bases=(Learner,),
+        frozen=True, namespace={"name": "toy_leaky"})
+    with pytest.raises(TypeError, match="left out of =="):
+        register(leaky)
+    with pytest.raises(ValueError, match="not a registered learner"):
+        dpjax.fit(X, Y, method=NoisyPrior(), epsilon=1.0, bounds=BOUNDS)
+
+
 def test_a_config_is_accepted_as_the_method():
     config = RFLaplace(n_trees=3, depth=2)
     model = dpjax.fit(X, Y, method=config, epsilon=1.0, bounds=BOUNDS, key=0)

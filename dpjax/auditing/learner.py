@@ -135,7 +135,8 @@ def audit(
     leaks = prepared.config.not_private()
     claim = float(np.sum(budgets))
     settings = ", ".join(f"{k}={v}" for k, v in params.items())
-    name = (f"{method}({settings}) ε={'+'.join(f'{b:g}' for b in budgets)} {neighbouring}"
+    spent = "+".join(f"{b:g}" for b in budgets)
+    name = (f"{prepared.config.name}({settings}) ε={spent} {neighbouring}"
             + (" [NOT PRIVATE by its ledger]" if leaks else ""))
     return audit_release(release, data, data_prime, epsilon=claim, n=n, n_pilot=n_pilot,
                          chunk=chunk, key=key, confidence=confidence, progress=progress,

@@ -252,6 +252,7 @@ def vote(theta: jax.Array, voting: str = "majority",
         theta = jax.nn.one_hot(theta.argmax(-1), theta.shape[-1])
     if n_active is None:
         return theta.mean(0)
+    n_active = jnp.clip(n_active, 1, theta.shape[0])   # at least one tree, at most all
     active = (jnp.arange(theta.shape[0]) < n_active).reshape((-1,) + (1,) * (theta.ndim - 1))
     return jnp.where(active, theta, 0.0).sum(0) / n_active
 

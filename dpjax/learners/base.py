@@ -10,7 +10,8 @@ hashable config whose methods are pure functions.
   fit time, so a sweep over it is one ``vmap``; ``epsilon`` is always traced). Each field carries
   its own check, run when the config is built; cross-field rules go in ``validate``.
 * Traced fields do not take part in ``==`` / ``hash``: two configs are equal exactly when they
-  compile to the same program, so the config *is* the compile-cache key.
+  compile to the same program, so the config *is* the compile-cache key (of the fit, and of
+  the jitted ``proba`` / ``predict``, which therefore must not read traced fields).
 * ``fit(key, codes, y, epsilon, context, **traced) -> (params, costs)`` is pure and jittable;
   ``epsilon is None`` fits without privacy; ``costs`` maps each kind of release to the
   :class:`~dpjax.mechanisms.Cost` its mechanism reported (the ledger is assembled from them).
@@ -39,8 +40,8 @@ class FitContext(NamedTuple):
       sensitivity: static count sensitivity of the neighbouring relation (1 add/remove, 2
         replace-one).
       size: traced public sample size ``ñ`` (declared, or the row count under replace-one), or
-        ``None`` when the row count is private and a learner that needs it releases a noisy
-        count.
+        ``None`` when the row count is private (a learner that needs it releases a noisy count)
+        and for non-private fits (which may read the row count).
       structure_key: traced key for data-independent structure that the models of a sweep may
         share (random trees' splits), or ``None`` (derive it from the fit's key).
     """
@@ -135,8 +136,22 @@ LEARNERS: dict[str, type[Learner]] = {}
 
 
 def register(cls: LearnerT) -> LearnerT:
-    """Make a learner config class available as ``dpjax.fit(..., method=cls.name)``."""
-    LEARNERS[cls.name] = cls
+    """Make a learner config class available as ``dpjax.fit(..., method=cls.name)``. The class
+    must be a frozen dataclass whose fields leave ``==`` only if they are traced (the config is
+    the compile-cache key); a name already taken by another class is an error."""
+    name = getattr(cls, "name", None)
+    if not (isinstance(name, str) and dataclasses.is_dataclass(cls)
+            and cls.__dataclass_params__.frozen):
+        raise TypeError(f"{cls!r} must be a frozen dataclass with a str class attribute name")
+    static_out_of_eq = [f.name for f in dataclasses.fields(cls)
+                        if not f.compare and not f.metadata.get("traced")]
+    if static_out_of_eq:
+        raise TypeError(f"{cls.__name__}: fields {static_out_of_eq} are left out of == but not "
+                        "traced; declare them with hyper() or traced()")
+    if LEARNERS.get(name, cls) is not cls:
+        raise ValueError(f"method name {name!r} is already registered to "
+                         f"{LEARNERS[name].__name__}")
+    LEARNERS[name] = cls
     return cls
 
 
@@ -144,6 +159,9 @@ def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> 
     """The validated config of ``method`` (a registered name, or a config) with ``params``."""
     params = params or {}
     if isinstance(method, Learner):
+        if LEARNERS.get(getattr(type(method), "name", None)) is not type(method):
+            raise ValueError(f"{type(method).__name__} is not a registered learner; available: "
+                             f"{sorted(LEARNERS)}")
         return method.replace(**params) if params else method
     if not isinstance(method, str) or method not in LEARNERS:
         raise ValueError(f"unknown method {method!r}; available: {sorted(LEARNERS)}")

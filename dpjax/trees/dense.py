@@ -1,4 +1,5 @@
-"""The dense tree: a complete binary tree of depth ``d`` as three arrays (``docs/design.md``, "Dense trees").
+"""The dense tree: a complete binary tree of depth ``d`` as three arrays (``docs/design.md``,
+"Dense trees").
 
 Internal nodes are in heap order (children of ``i`` are ``2i+1`` and ``2i+2``); an example goes
 right at node ``i`` iff ``code[feature[i]] > threshold[i]``. Leading batch axes (trees, seeds,
