@@ -87,15 +87,12 @@ def boosted_points(private: bool) -> list[dict]:
     return [dict(alpha=a, n_trees=t) for a, t in itertools.product(ALPHAS, TREES)]
 
 
-def traced_value(name: str, value: float | str) -> float:
-    """A grid value as the boosted learner traces it (``alpha="oc"`` -> its numeric code)."""
-    return Boosted(alpha=value).encode_traced("alpha") if name == "alpha" else float(value)
-
-
 def traced_points(points: list[dict]) -> list[jax.Array]:
     """The traced arguments of a program for ``points``: ε, α, β_tree, T (float32 vectors;
     the learner's own encoding of ``alpha``; absent values 1.0)."""
-    return [jnp.asarray([traced_value(name, p.get(name, 1.0)) for p in points], jnp.float32)
+    config = Boosted()
+    return [jnp.asarray([config.traced_value(name, p[name]) if name in p else 1.0
+                         for p in points], jnp.float32)
             for name in ("epsilon", "alpha", "beta_tree", "n_trees")]
 
 

@@ -44,13 +44,6 @@ FIT = dict(method="boosted", bounds=BOUNDS, n_bins=N_BINS)
 BOOSTED = Boosted()
 
 
-def traced_value(name: str, value: float | str) -> float:
-    """A grid value as the boosted learner traces it (``alpha="oc"`` -> its numeric code)."""
-    if name in BOOSTED.traced_names():
-        return BOOSTED.replace(**{name: value}).encode_traced(name)
-    return float(value)
-
-
 SIZE_SHARE = 0.05  # the default share of ε for the noisy row count
 # Every budget inside a fit is rounded down (float32) and a Laplace release reports the ε its
 # exact noise buys: a release spends within [share (1 − SLACK), share] of its spec share.

@@ -26,7 +26,6 @@ from helpers_boosted import (
     assert_ledger,
     assert_spent,
     expected_ledger,
-    traced_value,
 )
 
 import dpjax
@@ -105,7 +104,7 @@ def test_ledger_grid(n_trees, depth, mode):
     calibrate)."""
     grid = list(itertools.product([0.01, 0.7, 10.0], [0.1, 0.5, 0.9], [0.1, 1.0, "oc"]))
     epsilons, beta_trees, alphas = (jnp.asarray(
-        [traced_value(name, value) for value in values], jnp.float32)
+        [BOOSTED.traced_value(name, value) for value in values], jnp.float32)
         for name, values in zip(("epsilon", "beta_tree", "alpha"), zip(*grid, strict=True),
                                 strict=True))
     for public_size in (False, True) if (n_trees, depth) == (7, 3) else (False,):

@@ -103,6 +103,13 @@ class Learner:
         """The float32 value a traced hyper-parameter takes in the compiled fit."""
         return float(getattr(self, name))
 
+    def traced_value(self, name: str, value: Any) -> float:
+        """``value`` as the compiled fit traces it: checked and encoded for a traced field (e.g.
+        ``alpha="oc"`` -> its numeric code), as is for other traced arguments (``epsilon``)."""
+        if name in self.traced_names():
+            return self.replace(**{name: value}).encode_traced(name)
+        return float(value)
+
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
         raise NotImplementedError
