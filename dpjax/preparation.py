@@ -83,11 +83,12 @@ class Prepared:
                traced: dict[str, jax.Array], size: jax.Array,
                structure_key: jax.Array | None) -> Any:
             context = FitContext(n_codes, n_classes, self.sensitivity,
-                                 size if private and not release_size else None, structure_key)
+                                 size if private and not release_size else None, structure_key,
+                                 self.ledger.requested_delta)
             return config.fit(key, codes, y, epsilon if private else None, context, **traced)
 
         return fn, (config, tuple(np.asarray(n_codes).tolist()), n_classes, self.sensitivity,
-                    private, release_size)
+                    private, release_size, self.ledger.requested_delta)
 
     def size_value(self) -> jax.Array:
         """The public size as a traced float32 argument (0 when there is none)."""
@@ -152,7 +153,8 @@ def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,
     if epsilon is None:
         return prepared.ledger
     config = config or prepared.config
-    ledger = dataclasses.replace(prepared.ledger, requested_epsilon=epsilon).with_costs(costs)
+    ledger = dataclasses.replace(prepared.ledger, requested_epsilon=epsilon,
+                                 composition=config.composition).with_costs(costs)
     for what in config.not_private():
         ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,
                                            private=False))

@@ -5,8 +5,9 @@
     clf.predict(X); clf.privacy_.epsilon
 
 Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBoostedTreesClassifier`
-(Mα-boost, Nock & Henecka), :class:`DPRandomForestLaplaceClassifier` (RF-L) and
-:class:`DPRandomForestExponentialClassifier` (RF-E).
+(private Newton boosting), :class:`DPMalphaBoostedClassifier` (Mα-boost, Nock & Henecka),
+:class:`DPRandomForestLaplaceClassifier` (RF-L) and :class:`DPRandomForestExponentialClassifier`
+(RF-E).
 
 ``get_params`` / ``set_params`` / ``clone`` work, so the estimators drop into pipelines and
 grid searches. Note that tuning hyper-parameters on private data spends privacy that no ledger
@@ -28,7 +29,8 @@ except ImportError as error:  # pragma: no cover - exercised only without scikit
 
 from dpjax.api import Model, fit
 from dpjax.ensembles import boosted_decision
-from dpjax.learners import Boosted, Learner, RandomTrees, RFExponential, RFLaplace
+from dpjax.ensembles.newton import newton_decision
+from dpjax.learners import Boosted, Learner, MalphaBoosted, RandomTrees, RFExponential, RFLaplace
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -144,11 +146,11 @@ class DPRandomForestExponentialClassifier(_RandomForestBaseline):
 
 
 class DPBoostedTreesClassifier(_DPClassifier):
-    """Mα-boost (Nock & Henecka): boosted DP decision trees with the Mα loss.
+    """Private Newton boosting (the library's accurate default booster, binary labels).
 
     Parameters are those of :func:`dpjax.fit` with ``method="boosted"`` (see
-    :func:`dpjax.ensembles.fit_boosted`); ``alpha`` is a number in ``(0, 1]`` or ``"oc"``
-    (objective calibration). ``decision_function`` gives the ensemble score ``H(x)``.
+    :func:`dpjax.ensembles.newton.fit_newton_boosted`). ``decision_function`` gives the score
+    ``F(x)`` (log-odds of ``classes_[1]``).
     """
 
     _CONFIG = Boosted
@@ -157,20 +159,58 @@ class DPBoostedTreesClassifier(_DPClassifier):
         self,
         epsilon: float | None = 1.0,
         *,
+        shape: str = Boosted.shape,
         n_trees: int = Boosted.n_trees,
         depth: int = Boosted.depth,
-        alpha: float | str = Boosted.alpha,
-        beta_tree: float = Boosted.beta_tree,
-        clamp: float = Boosted.clamp,
-        zeta: float = Boosted.zeta,
-        oc_link_alpha: float = Boosted.oc_link_alpha,
-        leaf_mechanism: str = Boosted.leaf_mechanism,
-        beta_mode: str = Boosted.beta_mode,
-        leaf_composition: str = Boosted.leaf_composition,
-        oc_alpha: str | None = Boosted.oc_alpha,
-        beta_oc: float = Boosted.beta_oc,
-        beta_share: float = Boosted.beta_share,
-        size_share: float = Boosted.size_share,
+        learning_rate: float = Boosted.learning_rate,
+        regularisation: float = Boosted.regularisation,
+        prior_share: float = Boosted.prior_share,
+        bounds: Any = None,
+        classes: Sequence[Any] | None = None,
+        n_bins: int = 10,
+        missing: str | Sequence[str] = "error",
+        on_out_of_bounds: str = "clip",
+        neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
+        random_state: int | None = None,
+    ) -> None:
+        _store_params(self, locals())
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The boosted score ``F(x)`` (positive: ``classes_[1]``)."""
+        check_is_fitted(self, "model_")
+        return np.asarray(newton_decision(self.model_.params, self.model_.encode(X)))
+
+
+class DPMalphaBoostedClassifier(_DPClassifier):
+    """Mα-boost (Nock & Henecka): boosted DP decision trees with the Mα loss.
+
+    Parameters are those of :func:`dpjax.fit` with ``method="malpha"`` (see
+    :func:`dpjax.ensembles.fit_boosted`); ``alpha`` is a number in ``(0, 1]`` or ``"oc"``
+    (objective calibration). ``decision_function`` gives the ensemble score ``H(x)``.
+    """
+
+    _CONFIG = MalphaBoosted
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        *,
+        n_trees: int = MalphaBoosted.n_trees,
+        depth: int = MalphaBoosted.depth,
+        alpha: float | str = MalphaBoosted.alpha,
+        beta_tree: float = MalphaBoosted.beta_tree,
+        clamp: float = MalphaBoosted.clamp,
+        zeta: float = MalphaBoosted.zeta,
+        oc_link_alpha: float = MalphaBoosted.oc_link_alpha,
+        leaf_mechanism: str = MalphaBoosted.leaf_mechanism,
+        beta_mode: str = MalphaBoosted.beta_mode,
+        leaf_composition: str = MalphaBoosted.leaf_composition,
+        oc_alpha: str | None = MalphaBoosted.oc_alpha,
+        beta_oc: float = MalphaBoosted.beta_oc,
+        beta_share: float = MalphaBoosted.beta_share,
+        size_share: float = MalphaBoosted.size_share,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax.ensembles import boosted_predict, fit_boosted
-from dpjax.learners import Boosted
+from dpjax.learners import MalphaBoosted
 
 STEM = "malpha_boosting"
 GRID_NAME = "malpha_grid"  # per-domain results: <out>/malpha_grid/<domain>.csv.gz (+ .json)
@@ -53,7 +53,7 @@ BETA_TREES = (0.1, 0.5, 0.9)
 RF_DEPTHS = (2, 4, 6)
 RF_TREES = 21
 RF_METHODS = ("rf_laplace", "rf_exponential")
-# "boosted": the library default (value leaves, β_t folded in); "boosted_counts": the spec's
+# "boosted": the Mα learner's default (value leaves, β_t folded in); "boosted_counts": the spec's
 # sound counts mechanism with β_t by post-processing (§4.4-§4.5), a departure from the paper
 VARIANTS = {"boosted": {}, "boosted_counts": {"leaf_mechanism": "counts", "beta_mode": "post"}}
 # the boosted programs of one depth: (private, variant)
@@ -90,7 +90,7 @@ def boosted_points(private: bool) -> list[dict]:
 def traced_points(points: list[dict]) -> list[jax.Array]:
     """The traced arguments of a program for ``points``: ε, α, β_tree, T (float32 vectors;
     the learner's own encoding of ``alpha``; absent values 1.0)."""
-    config = Boosted()
+    config = MalphaBoosted()
     return [jnp.asarray([config.traced_value(name, p[name]) if name in p else 1.0
                          for p in points], jnp.float32)
             for name in ("epsilon", "alpha", "beta_tree", "n_trees")]

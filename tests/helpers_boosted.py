@@ -19,7 +19,7 @@ import numpy as np
 
 import dpjax
 from dpjax.ensembles.boosted import BoostedTrees, fit_boosted
-from dpjax.learners import Boosted
+from dpjax.learners import MalphaBoosted
 from dpjax.trees import leaf_index
 
 M_ROWS, N_BINS = 200, 8
@@ -40,8 +40,8 @@ SIGN = 2.0 * Y - 1.0
 # Raw features whose public-grid codes are exactly CODES (bin centres of [0, 1]).
 X = (CODES + 0.5) / N_BINS
 BOUNDS = (np.zeros(len(N_CODES)), np.ones(len(N_CODES)))
-FIT = dict(method="boosted", bounds=BOUNDS, n_bins=N_BINS)
-BOOSTED = Boosted()
+FIT = dict(method="malpha", bounds=BOUNDS, n_bins=N_BINS, budget="paper")  # spec eq. (18)
+BOOSTED = MalphaBoosted()
 
 
 SIZE_SHARE = 0.05  # the default share of ε for the noisy row count
@@ -154,19 +154,22 @@ def _assert_boosted_shapes(model: BoostedTrees, n_trees: int, depth: int) -> Non
 def expected_ledger(eps: float, n_trees: int, depth: int, beta_tree: float, alpha,
                     beta_oc: float = 0.1, beta_share: float = 0.1, beta_mode: str = "fold",
                     composition: str = "sequential",
-                    size_share: float | None = SIZE_SHARE) -> list[tuple[str, float, int]]:
+                    size_share: float | None = SIZE_SHARE,
+                    budget: str = "paper") -> list[tuple[str, float, int]]:
     """``(what, ε each, count)`` of every entry, in ledger order, straight from the spec (exact
     shares): the noisy row count first when the size is private (``size_share``; ``None``
     when the size is public), then per tree of ``ε (1 − size_share) / T`` the splits of each
-    depth, the O.C level errors, the leaves and ``β_t``."""
+    depth (per node, paper (18), or per level with ``budget="parallel"``), the O.C level
+    errors, the leaves and ``β_t``."""
     entries = []
     if size_share is not None:
         entries.append(("row count", eps * size_share, 1))
     per_tree = eps * (1 - (size_share or 0.0)) / n_trees
     oc_private = alpha == "oc" and depth > 1
     share_oc = beta_oc if oc_private else 0.0
-    entries += [(f"splits at depth {k}", (1 - share_oc) * beta_tree * per_tree / (depth * 2**k),
-                 n_trees * 2**k) for k in range(depth)]
+    nodes = (lambda k: 2**k) if budget == "paper" else (lambda k: 1)
+    entries += [(f"splits at depth {k}", (1 - share_oc) * beta_tree * per_tree / (depth * nodes(k)),
+                 n_trees * nodes(k)) for k in range(depth)]
     if oc_private:
         entries.append(("O.C level errors", beta_oc * beta_tree * per_tree / depth,
                         n_trees * depth))

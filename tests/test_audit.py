@@ -70,13 +70,17 @@ def small():
 
 
 MODES = [
+    ("boosted", dict()),
+    ("boosted", dict(shape="random", n_trees=2, depth=2)),
+    ("boosted", dict(shape="random", n_trees=60, depth=1, delta=1e-5)),    # zCDP split
+    ("malpha", dict(n_trees=1, depth=2, budget="paper")),
     ("random_trees", dict(n_trees=1, depth=2)),
     ("rf_laplace", dict(n_trees=1, depth=1)),
     ("rf_exponential", dict(n_trees=1, depth=1)),
-    ("boosted", dict(n_trees=1, depth=2)),
-    ("boosted", dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts",
+    ("malpha", dict(n_trees=1, depth=2)),
+    ("malpha", dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts",
                      beta_mode="post", leaf_composition="parallel", beta_tree=0.1)),
-    ("boosted", dict(n_trees=2, depth=1, alpha=0.5, leaf_mechanism="value",
+    ("malpha", dict(n_trees=2, depth=1, alpha=0.5, leaf_mechanism="value",
                      beta_mode="laplace")),
 ]
 
@@ -104,7 +108,7 @@ def test_sweep_releases_compose_within_the_summed_claim(small):
 def test_paper_fast_beta_is_flagged_as_not_private(small):
     X, y, bounds = small
     with pytest.warns(dpjax.data.DataDependentWarning):
-        report = dpjax.audit(X, y, method="boosted", epsilon=1.0, bounds=bounds, n=200,
+        report = dpjax.audit(X, y, method="malpha", epsilon=1.0, bounds=bounds, n=200,
                              n_trees=1, depth=1, leaf_mechanism="value",
                              beta_mode="paper_fast")
     assert "NOT PRIVATE" in report.name

@@ -104,7 +104,7 @@ FIT_ERRORS = [
     ("out of bounds, opt-in error", lambda X, y: dict(X=_with(X, "a", 7.0),
                                                       on_out_of_bounds="error"),
      ValueError, "outside its declared bounds"),
-    ("boosted with 3 classes", lambda X, y: dict(method="boosted", y=np.arange(40) % 3,
+    ("boosted with 3 classes", lambda X, y: dict(method="malpha", y=np.arange(40) % 3,
                                                  classes=[0, 1, 2]), ValueError,
      "binary classifier"),
 ]
@@ -163,7 +163,7 @@ def test_memory_guard_refuses_huge_models_instead_of_running_out(data, monkeypat
     with pytest.raises(ValueError, match=r"n_trees=10000, depth=12.*GiB"):
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
     with pytest.raises(ValueError, match="GiB"):
-        dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, n_trees=2, depth=20)
+        dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, n_trees=2, depth=20)
     with pytest.raises(ValueError, match="models at once"):
         dpjax.sweep(X, y, epsilon=list(np.geomspace(0.1, 10, 200)), bounds=BOUNDS,
                     n_trees=300, depth=12)

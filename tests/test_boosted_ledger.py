@@ -75,6 +75,25 @@ def test_ledger_through_fit(eps, beta_tree, alpha):
     assert_ledger(model.privacy, eps, expected_ledger(eps, 3, 2, beta_tree, alpha))
 
 
+@pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
+def test_parallel_split_budget_spends_each_level_once(neighbouring):
+    """``budget="parallel"`` (the learner's default): every node of a level gets the level's
+    whole split budget, and the level costs it once (twice half of it under replace-one, where
+    a change touches two nodes); the total is still ε."""
+    fit = {**FIT, "budget": "parallel"}
+    model = dpjax.fit(X, Y, epsilon=2.0, key=1, n_trees=3, depth=3, alpha=1.0,
+                      neighbouring=neighbouring, **fit)
+    size_share = SIZE_SHARE if neighbouring == "add_remove" else None
+    assert_ledger(model.privacy, 2.0, expected_ledger(2.0, 3, 3, 0.5, 1.0, budget="parallel",
+                                                      size_share=size_share))
+    paper = dpjax.fit(X, Y, epsilon=2.0, key=1, n_trees=3, depth=3, alpha=1.0,
+                      neighbouring=neighbouring, **FIT)
+    spent = {e.what: e.epsilon for e in model.privacy.entries}
+    spent_paper = {e.what: e.epsilon for e in paper.privacy.entries}
+    assert spent["splits at depth 2"] == pytest.approx(4 * spent_paper["splits at depth 2"],
+                                                       rel=1e-5)
+
+
 LEDGER_MODES = [("value", "fold", "sequential"), ("value", "laplace", "sequential"),
                 ("counts", "post", "parallel")]
 

@@ -39,7 +39,7 @@ def test_leak1_beta_of_two_versus_three_rows_stays_within_a_claim_of_0_1():
     """The audit's own finding: counts leaves, β by post-processing, m = 2 -> 3, claim 0.1
     (measured before the fix: ε lower bound 3.7)."""
     X, y = pd.DataFrame({"a": [0.2, 0.8], "b": [0.3, 0.6]}), np.array([0, 1])
-    report = dpjax.audit(X, y, method="boosted", epsilon=0.1, bounds=BOUNDS, n=4_000, key=3,
+    report = dpjax.audit(X, y, method="malpha", epsilon=0.1, bounds=BOUNDS, n=4_000, key=3,
                          n_trees=1, depth=1, leaf_mechanism="counts", beta_mode="post")
     assert report.passed, report.summary()
 
@@ -51,10 +51,10 @@ def test_leak1_beta_is_normalised_by_the_public_size_not_the_row_count():
         0.01 / 50 * (1.0 * (1 - 3) - 2.0 * (4 - 0.5)))
     X, y = _toy(40)
     for public_size in (40, 80):
-        model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, key=0,
+        model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0,
                           n_trees=2, depth=2, public_size=public_size)
         assert all("row count" not in e.what for e in model.privacy.entries)
-    model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
+    model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
                       depth=2)
     entry = next(e for e in model.privacy.entries if e.what == "row count")
     assert entry.count == 1 and 0 < entry.epsilon <= 0.05
@@ -89,7 +89,7 @@ def test_leak2_released_values_lie_on_a_public_grid(beta_mode, leaf_mechanism):
 def test_leak2_default_boosted_leaves_audit_within_their_claim():
     """Before the fix the float Laplace leaf gave an ε lower bound of 9.2 at a claim of 1."""
     X, y = _toy(10, seed=3)
-    report = dpjax.audit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, n=4_000, key=4,
+    report = dpjax.audit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, n=4_000, key=4,
                          n_trees=1, depth=1)
     assert report.passed, report.summary()
 
@@ -233,7 +233,7 @@ def test_inactive_boosting_rounds_release_nothing():
     """``n_active = T'`` rounds past ``T'`` used to return their (budgeted) splits at zero cost;
     they are now zeroed like their leaves."""
     X, y = _toy(40)
-    model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=3,
+    model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=3,
                       depth=2, public_size=40)
     codes = np.asarray(model.encode(X))
     params, costs = fit_boosted(

@@ -17,9 +17,9 @@ import pytest
 import dpjax
 from dpjax.learners import (
     LEARNERS,
-    Boosted,
     FitContext,
     Learner,
+    MalphaBoosted,
     RandomTrees,
     RFLaplace,
     get_learner,
@@ -96,16 +96,16 @@ def test_toy_learner_fits_sweeps_and_predicts_through_the_api(toy_learner):
 
 
 def test_configs_are_validated_once_and_hashable():
-    config = Boosted(n_trees=3, alpha=0.5)
-    assert get_learner("boosted", {"n_trees": 3, "alpha": 0.5}) == config
-    assert hash(config) == hash(Boosted(n_trees=3, alpha="oc"))   # traced: same program
-    assert config != Boosted(n_trees=4)                           # static: another program
+    config = MalphaBoosted(n_trees=3, alpha=0.5)
+    assert get_learner("malpha", {"n_trees": 3, "alpha": 0.5}) == config
+    assert hash(config) == hash(MalphaBoosted(n_trees=3, alpha="oc"))   # traced: same program
+    assert config != MalphaBoosted(n_trees=4)                           # static: another program
     assert config.traced_names() == ("alpha", "beta_tree")
     assert RandomTrees.traced_names() == ()
     with pytest.raises(ValueError, match="n_trees must be an integer >= 1"):
-        Boosted(n_trees=0)
+        MalphaBoosted(n_trees=0)
     with pytest.raises(ValueError, match="does not go with"):
-        Boosted(leaf_mechanism="counts", beta_mode="fold")
+        MalphaBoosted(leaf_mechanism="counts", beta_mode="fold")
     with pytest.raises(ValueError, match="has no parameter"):
         get_learner("random_trees", {"alpha": 0.5})
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -138,17 +138,20 @@ def test_a_config_is_accepted_as_the_method():
 # --- every private learner and mode: within budget, a pure function of its key -----------
 
 MODES = [
+    ("boosted", {}),
+    ("boosted", {"shape": "random"}),
+    ("boosted", {"prior_share": 0.5, "learning_rate": 0.3}),
     ("random_trees", {}),
     ("random_trees", {"voting": "majority", "leaf_estimate": "paper"}),
     ("random_trees", {"threshold_range": "cell", "leaf_composition": "leaf"}),
     ("rf_laplace", {}),
     ("rf_exponential", {}),
-    ("boosted", {}),
-    ("boosted", {"alpha": 1.0}),
-    ("boosted", {"leaf_mechanism": "value", "beta_mode": "laplace", "alpha": 0.5}),
-    ("boosted", {"leaf_mechanism": "counts", "beta_mode": "post"}),
-    ("boosted", {"leaf_mechanism": "counts", "beta_mode": "laplace"}),
-    ("boosted", {"leaf_mechanism": "counts", "beta_mode": "post",
+    ("malpha", {}),
+    ("malpha", {"alpha": 1.0}),
+    ("malpha", {"leaf_mechanism": "value", "beta_mode": "laplace", "alpha": 0.5}),
+    ("malpha", {"leaf_mechanism": "counts", "beta_mode": "post"}),
+    ("malpha", {"leaf_mechanism": "counts", "beta_mode": "laplace"}),
+    ("malpha", {"leaf_mechanism": "counts", "beta_mode": "post",
                  "leaf_composition": "parallel"}),
 ]
 

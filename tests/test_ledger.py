@@ -13,18 +13,20 @@ import dpjax
 
 BOUNDS = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
 CONFIGS = [
+    ("boosted", dict()),
+    ("boosted", dict(shape="random", n_trees=3, depth=2)),
     ("random_trees", dict(n_trees=3, depth=3)),
     ("random_trees", dict(n_trees=1, depth=1, leaf_composition="leaf")),
     ("rf_laplace", dict(n_trees=3, depth=2)),
     ("rf_exponential", dict(n_trees=3, depth=2)),
     ("rf_exponential", dict(n_trees=3, depth=2, leaf_composition="tree")),
-    ("boosted", dict(n_trees=3, depth=3)),
-    ("boosted", dict(n_trees=2, depth=1, alpha=0.3)),
-    ("boosted", dict(n_trees=3, depth=2, leaf_mechanism="counts", beta_mode="post",
+    ("malpha", dict(n_trees=3, depth=3)),
+    ("malpha", dict(n_trees=2, depth=1, alpha=0.3)),
+    ("malpha", dict(n_trees=3, depth=2, leaf_mechanism="counts", beta_mode="post",
                      leaf_composition="parallel", beta_tree=0.9)),
-    ("boosted", dict(n_trees=2, depth=3, leaf_mechanism="counts", beta_mode="laplace",
+    ("malpha", dict(n_trees=2, depth=3, leaf_mechanism="counts", beta_mode="laplace",
                      beta_tree=0.1)),
-    ("boosted", dict(n_trees=2, depth=2, leaf_mechanism="value", beta_mode="laplace",
+    ("malpha", dict(n_trees=2, depth=2, leaf_mechanism="value", beta_mode="laplace",
                      alpha=1.0, beta_share=0.5)),
 ]
 
@@ -51,7 +53,7 @@ def test_ledger_total_is_within_the_request_for_every_learner(data, config):
             assert ledger.delta == 0.0
             counts = {e.what: e.count for e in ledger.entries}
             assert ("row count" in counts) == (
-                method == "boosted" and neighbouring == "add_remove" and public_size is None)
+                method == "malpha" and neighbouring == "add_remove" and public_size is None)
 
 
 @pytest.mark.parametrize("config", range(len(CONFIGS)))

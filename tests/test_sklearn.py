@@ -15,6 +15,7 @@ from sklearn.model_selection import cross_val_score  # noqa: E402
 
 from dpjax.sklearn import (  # noqa: E402
     DPBoostedTreesClassifier,
+    DPMalphaBoostedClassifier,
     DPRandomForestExponentialClassifier,
     DPRandomForestLaplaceClassifier,
     DPRandomTreesClassifier,
@@ -83,7 +84,8 @@ def test_main_job_prints_table(capsys):
 # Settings under which each estimator learns the planted problem below (the boosted value-leaf
 # default needs a far larger budget; the counts mechanism has the better signal-to-noise ratio).
 NEW_ESTIMATORS = {
-    DPBoostedTreesClassifier: dict(epsilon=100.0, n_trees=3, depth=2, leaf_mechanism="counts",
+    DPBoostedTreesClassifier: dict(epsilon=1.0),
+    DPMalphaBoostedClassifier: dict(epsilon=100.0, n_trees=3, depth=2, leaf_mechanism="counts",
                                    beta_mode="post"),
     DPRandomForestLaplaceClassifier: dict(epsilon=20.0),
     DPRandomForestExponentialClassifier: dict(epsilon=20.0),
@@ -146,7 +148,7 @@ def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
     # fixed random_state: refitting gives the same model
     np.testing.assert_array_equal(clone(clf).fit(X.iloc[:400], y[:400]).predict(X.iloc[400:]),
                                   pred)
-    if cls is not DPBoostedTreesClassifier:
+    if cls not in (DPBoostedTreesClassifier, DPMalphaBoostedClassifier):
         # majority vote of 21 trees: scores are vote fractions, never tied, argmax = predict
         np.testing.assert_allclose(proba * 21, np.round(proba * 21), atol=1e-4)
         np.testing.assert_array_equal(pred, clf.classes_[proba.argmax(-1)])
@@ -156,6 +158,7 @@ def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
 
 @pytest.mark.parametrize(("cls", "lowest"), [
     (DPBoostedTreesClassifier, 0.9),
+    (DPMalphaBoostedClassifier, 0.9),
     (DPRandomForestLaplaceClassifier, 0.75),
     (DPRandomForestExponentialClassifier, 0.75),
 ], ids=NEW_IDS)
@@ -168,7 +171,7 @@ def test_new_estimators_cross_val_score(cls, lowest, planted):
 
 def test_boosted_decision_function_and_alpha(planted):
     X, y, bounds = planted
-    clf = make_estimator(DPBoostedTreesClassifier, bounds)
+    clf = make_estimator(DPMalphaBoostedClassifier, bounds)
     assert clf.get_params()["alpha"] == "oc"
     decisions = []
     for alpha in ("oc", 0.5):
@@ -185,3 +188,12 @@ def test_boosted_decision_function_and_alpha(planted):
         assert clf.score(X.iloc[400:], y[400:]) > 0.9
         decisions.append(decision)
     assert not np.allclose(decisions[0], decisions[1])  # alpha reaches the fit
+
+
+def test_newton_boosted_decision_function(planted):
+    X, y, bounds = planted
+    clf = make_estimator(DPBoostedTreesClassifier, bounds).fit(X.iloc[:400], y[:400])
+    decision = clf.decision_function(X.iloc[400:])
+    np.testing.assert_array_equal(decision > 0, clf.predict(X.iloc[400:]) == clf.classes_[1])
+    np.testing.assert_allclose(clf.predict_proba(X.iloc[400:])[:, 1],
+                               1 / (1 + np.exp(-decision)), rtol=1e-5)

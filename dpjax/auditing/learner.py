@@ -63,6 +63,7 @@ def audit(
     *,
     method: str = "random_trees",
     epsilon: float | Sequence[float] = 1.0,
+    delta: float = 0.0,
     neighbouring: str = "add_remove",
     record: str | tuple[Any, Any] = "upper",
     X_prime: Any = None,
@@ -88,6 +89,8 @@ def audit(
         :func:`dpjax.fit` (``bounds`` must be declared: both datasets share one public spec).
       epsilon: the budget, or a sequence of budgets: then the release is every model of one
         :func:`dpjax.sweep` over them and the claim is their sum.
+      delta: the ``δ`` asked for (and claimed): learners that spend it (zCDP) size their noise
+        for ``(ε, δ)``.
       record: the neighbour's extra record: ``"upper"`` / ``"lower"`` (the outlier at that
         corner of the domain, with the last class) or a ``(row, label)`` pair, ``row`` a
         one-row DataFrame or a sequence of feature values.
@@ -104,7 +107,7 @@ def audit(
     prepared = prepare(X, y, method=method, epsilon=max(budgets), bounds=bounds,
                             classes=classes, n_bins=n_bins, missing=missing,
                             on_out_of_bounds="clip", neighbouring=neighbouring,
-                            params=params, public_size=public_size,
+                            params=params, public_size=public_size, delta=delta,
                             batch=chunk * len(budgets))
     if X_prime is None:
         if isinstance(record, str):
@@ -136,8 +139,10 @@ def audit(
     claim = float(np.sum(budgets))
     settings = ", ".join(f"{k}={v}" for k, v in params.items())
     spent = "+".join(f"{b:g}" for b in budgets)
-    name = (f"{prepared.config.name}({settings}) ε={spent} {neighbouring}"
+    name = (f"{prepared.config.name}({settings}) ε={spent}"
+            + (f" δ={delta:g}" if delta else "") + f" {neighbouring}"
             + (" [NOT PRIVATE by its ledger]" if leaks else ""))
-    return audit_release(release, data, data_prime, epsilon=claim, n=n, n_pilot=n_pilot,
+    return audit_release(release, data, data_prime, epsilon=claim, delta=delta, n=n,
+                         n_pilot=n_pilot,
                          chunk=chunk, key=key, confidence=confidence, progress=progress,
                          name=name)

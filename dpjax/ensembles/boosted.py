@@ -17,7 +17,8 @@ split sensitivity ``Δ^(α)(m)``, the normaliser of ``β_t``) a public size ``ñ
 declared or released first as a noisy count (a share ``size_share`` of ``ε``).
 
 Budget (§4.2, §5.3): ``ε/T`` per tree (after the count); ``β_tree·ε/T`` for the tree's splits (a
-share ``β_oc`` of it for the O.C estimates when O.C is private), ``(1 − β_tree)·ε/T`` for its
+share ``β_oc`` of it for the O.C estimates when O.C is private; the nodes of a level share their
+part sequentially, ``budget="paper"``, or in parallel, ``"parallel"``), ``(1 − β_tree)·ε/T`` for its
 leaves (a share ``beta_share`` of it for ``β_t`` when ``beta_mode="laplace"``), the leaves' part
 spent per leaf (``/2^d``, sequential) or in parallel. Every mechanism reports its own cost; the
 ledger is their sum.
@@ -257,6 +258,7 @@ def fit_boosted(
     beta_oc: float = 0.1,
     beta_share: float = 0.1,
     size_share: float = 0.05,
+    budget: str = "paper",
     n_active: ArrayLike | None = None,
 ) -> tuple[BoostedTrees, collections.OrderedDict[str, Cost]]:
     """Mα-boost (Algorithm 1, spec §3) of ``n_trees`` complete depth-``depth`` Mα trees.
@@ -288,6 +290,9 @@ def fit_boosted(
       beta_oc: share of the split budget for the O.C releases (§5.3).
       beta_share: share of the leaves' budget for ``β̃_t`` when ``beta_mode="laplace"``.
       size_share: share of ``ε`` for the noisy row count (only when ``size`` is ``None``).
+      budget: how the nodes of a level share the split budget: ``"paper"`` (paper (18),
+        ``/2^k``) or ``"parallel"`` (the nodes partition the records; spec §4.2,
+        :func:`dpjax.trees.split_level_epsilons`).
       n_active: optional traced number of trees ``T' <= n_trees`` actually boosted: the budget
         is split over ``T'`` trees and rounds ``t >= T'`` release nothing (zero splits, leaves
         and ``β``, α of 1, zero cost), so the first ``T'`` trees equal a ``T'``-tree fit and one
@@ -303,6 +308,7 @@ def fit_boosted(
     if n_classes != 2:
         raise ValueError(f"Mα-boost is a binary classifier; got {n_classes} classes")
     check_modes(leaf_mechanism, beta_mode, leaf_composition)
+    split_budget = budget
     private = epsilon is not None
     oc_alpha = resolve_oc_alpha(oc_alpha, private)
     sign = 2.0 * jnp.asarray(y, jnp.float32) - 1.0
@@ -336,7 +342,7 @@ def fit_boosted(
             k_tree, codes, weights, y, depth, n_codes_per_feature, alpha,
             budget["splits"] if private else None, size=size if private else None,
             oc_alpha=oc_alpha, epsilon_oc=budget["oc"] if oc_private else None,
-            sensitivity_multiplier=sensitivity)
+            sensitivity_multiplier=sensitivity, budget=split_budget)
         if private:
             values, beta, leaf_costs = release_leaves(
                 k_leaf, grown.leaf_stats, alpha_link, clamp=clamp, zeta=zeta,

@@ -2,7 +2,7 @@
 ``proba`` / ``predict`` (the contract is in :mod:`dpjax.learners.base`).
 
     from dpjax.learners import Boosted
-    model = dpjax.fit(X, y, method=Boosted(n_trees=20, depth=3), epsilon=1.0, bounds=...)
+    model = dpjax.fit(X, y, method=Boosted(shape="random", depth=3), epsilon=1.0, bounds=...)
 
 ``LEARNERS`` maps each ``method=`` name to its config class.
 """
@@ -10,6 +10,7 @@
 from dpjax.learners.base import LEARNERS, FitContext, Learner, get_learner, register
 from dpjax.learners.boosted import Boosted
 from dpjax.learners.forests import MAX_DEPTH, RandomTrees, RFExponential, RFLaplace
+from dpjax.learners.malpha import MalphaBoosted
 
 __all__ = [
     "LEARNERS",
@@ -17,6 +18,7 @@ __all__ = [
     "Boosted",
     "FitContext",
     "Learner",
+    "MalphaBoosted",
     "RFExponential",
     "RFLaplace",
     "RandomTrees",

@@ -44,6 +44,7 @@ class FitContext(NamedTuple):
         and for non-private fits (which may read the row count).
       structure_key: traced key for data-independent structure that the models of a sweep may
         share (random trees' splits), or ``None`` (derive it from the fit's key).
+      delta: static ``δ`` of the request.
     """
 
     n_codes_per_feature: np.ndarray
@@ -51,6 +52,8 @@ class FitContext(NamedTuple):
     sensitivity: float = 1.0
     size: jax.Array | None = None
     structure_key: jax.Array | None = None
+    delta: float = 0.0
+    """Static ``δ`` asked for (0: pure ``ε``-DP); a learner may spend it (e.g. zCDP)."""
 
 
 def hyper(default: Any, check: Check) -> Any:
@@ -126,6 +129,13 @@ class Learner:
     def needs_predict_key(self) -> bool:
         """Whether :meth:`predict` draws at random (then it needs a key)."""
         return False
+
+    @property
+    def composition(self) -> str:
+        """How the ledger composes this learner's releases: ``"basic"`` (sequential), or
+        ``"zcdp"`` (the smaller of basic composition and the zCDP conversion at the requested
+        ``δ``; for learners that size their noise for it)."""
+        return "basic"
 
     def not_private(self) -> list[str]:
         """The parts of this configuration that read the data outside any mechanism (labelled

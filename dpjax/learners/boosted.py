@@ -1,113 +1,77 @@
-"""Mα-boost (Nock & Henecka), served by :func:`dpjax.ensembles.fit_boosted`."""
+"""Private Newton boosting, the default ``boosted`` learner, served by
+:func:`dpjax.ensembles.newton.fit_newton_boosted`."""
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, ClassVar
 
 import jax
 
-from dpjax.data import DataDependentWarning
-from dpjax.ensembles.boosted import (
-    BETA_MODES,
-    LEAF_COMPOSITIONS,
-    LEAF_MECHANISMS,
-    BoostedTrees,
-    boosted_predict,
-    boosted_proba,
-    check_modes,
-    fit_boosted,
+from dpjax.ensembles.newton import (
+    SHAPES,
+    NewtonBoostedModel,
+    fit_newton_boosted,
+    max_rounds,
+    newton_predict,
+    newton_proba,
 )
 from dpjax.learners.base import (
     FitContext,
     Learner,
     choice,
     hyper,
-    or_literal,
     positive_float,
     positive_int,
     register,
     traced,
     unit_interval,
 )
-from dpjax.learners.forests import LANE_BYTES, MAX_DEPTH
-from dpjax.trees.malpha import OBJECTIVE_CALIBRATION, OC_ALPHA, resolve_oc_alpha
-
-_UNIT = unit_interval()
-_SHARE = unit_interval(open_high=True)
-
-
-def _zeta(name: str, value: Any) -> float:
-    value = _SHARE(name, value)
-    if value >= 0.5:
-        raise ValueError(f"{name} must be in (0, 0.5), got {value}")
-    return value
+from dpjax.learners.forests import MAX_DEPTH
 
 
 @register
 @dataclasses.dataclass(frozen=True)
 class Boosted(Learner):
-    """Mα-boost: boosted DP decision trees with the Mα loss (binary labels). Fields as
-    :func:`dpjax.ensembles.fit_boosted`; ``alpha`` is a number in ``(0, 1]`` or ``"oc"``
-    (objective calibration); ``alpha`` and ``beta_tree`` are traced (sweepable)."""
+    """Private Newton boosting of the logistic loss (binary labels): a released prior, then
+    rounds of cells (``shape="cyclic"``: one feature's codes per round, features cycled, as
+    DP-EBM; ``"random"``: the leaves of a random-structure tree) whose noisy gradient/hessian
+    sums give shrunk Newton moves. ``learning_rate`` and ``regularisation`` are traced
+    (sweepable); the number of rounds is a public function of ``ε`` and the feature count
+    (:func:`dpjax.ensembles.newton.active_rounds`). With ``delta > 0`` the releases are also
+    composed in zCDP. Fields as :func:`dpjax.ensembles.newton.fit_newton_boosted`."""
 
     name: ClassVar[str] = "boosted"
-    n_trees: int = hyper(10, positive_int())
+    shape: str = hyper("cyclic", choice(*SHAPES))
+    n_trees: int = hyper(20, positive_int(1024))
     depth: int = hyper(4, positive_int(MAX_DEPTH))
-    alpha: float | str = traced("oc", or_literal("oc", _UNIT))
-    beta_tree: float = traced(0.5, _SHARE)
-    clamp: float = hyper(10.0, positive_float)
-    zeta: float = hyper(1e-4, _zeta)
-    oc_link_alpha: float = hyper(1.0, _UNIT)
-    leaf_mechanism: str = hyper("value", choice(*LEAF_MECHANISMS))
-    beta_mode: str = hyper("fold", choice(*BETA_MODES))
-    leaf_composition: str = hyper("sequential", choice(*LEAF_COMPOSITIONS))
-    oc_alpha: str | None = hyper(None, or_literal(None, choice(*OC_ALPHA)))
-    beta_oc: float = hyper(0.1, _SHARE)
-    beta_share: float = hyper(0.1, _SHARE)
-    size_share: float = hyper(0.05, _SHARE)
+    learning_rate: float = traced(1.0, positive_float)
+    regularisation: float = traced(1.0, positive_float)
+    prior_share: float = hyper(0.1, unit_interval(open_high=True))
 
-    def validate(self) -> None:
-        check_modes(self.leaf_mechanism, self.beta_mode, self.leaf_composition)
-
-    def encode_traced(self, name: str) -> float:
-        """``alpha="oc"`` is the traced value :data:`OBJECTIVE_CALIBRATION` (``-1``)."""
-        if name == "alpha" and self.alpha == "oc":
-            return OBJECTIVE_CALIBRATION
-        return super().encode_traced(name)
+    @property
+    def composition(self) -> str:
+        return "zcdp"
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
-            context: FitContext, **traced: jax.Array) -> tuple[BoostedTrees, Any]:
-        static = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if not f.metadata.get("traced")}
-        return fit_boosted(key, codes, y, epsilon, **traced, **static, size=context.size,
-                           n_codes_per_feature=context.n_codes_per_feature,
-                           n_classes=context.n_classes, sensitivity=context.sensitivity)
+            context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
+        if context.n_classes != 2:
+            raise ValueError(f"boosted is a binary classifier; got {context.n_classes} classes")
+        return fit_newton_boosted(
+            key, codes, y, epsilon, **traced, n_codes_per_feature=context.n_codes_per_feature,
+            shape=self.shape, n_trees=self.n_trees, depth=self.depth,
+            prior_share=self.prior_share, sensitivity=context.sensitivity, delta=context.delta,
+            structure_key=context.structure_key)
 
-    def proba(self, params: BoostedTrees, codes: jax.Array) -> jax.Array:
-        return boosted_proba(params, codes)
+    def proba(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+        return newton_proba(params, codes)
 
-    def predict(self, params: BoostedTrees, codes: jax.Array,
+    def predict(self, params: NewtonBoostedModel, codes: jax.Array,
                 key: jax.Array | None) -> jax.Array:
-        return boosted_predict(params, codes)
-
-    def not_private(self) -> list[str]:
-        """The paper's modes that read the data outside any mechanism (spec §4.5, §5.2)."""
-        leaks = []
-        if self.alpha == "oc" and resolve_oc_alpha(self.oc_alpha, True) == "exact":
-            leaks.append("O.C α from exact weighted errors (paper)")
-        if self.beta_mode == "paper_fast":
-            leaks.append("β_t from the data without noise (paper_fast)")
-        for what in leaks:
-            warnings.warn(f"boosted: {what} reads the training data outside any mechanism; the "
-                          "model is NOT differentially private (the ledger says so)",
-                          DataDependentWarning, stacklevel=4)
-        return leaks
+        return newton_predict(params, codes)
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
-        """The deepest level's histogram, candidate statistics and selection lanes, the
-        per-example statistics broadcast over features, and the stacked trees."""
-        nodes = 2 ** (self.depth - 1)
-        return (16.0 * m * n + float(24 + LANE_BYTES) * nodes * n * max_codes
-                + 16.0 * self.n_trees * 2**self.depth)
+        """The codes and per-record statistics, the rounds' moves and the random trees."""
+        rounds = max_rounds(n, self.shape, self.n_trees)
+        cells = max_codes if self.shape == "cyclic" else 2**self.depth
+        return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)

@@ -155,14 +155,17 @@ class LedgerEntry:
 class PrivacyLedger:
     """Immutable record of every release a fitted model made from its training data.
 
-    ``epsilon`` / ``delta`` are the spent totals under basic composition (``inf`` if any
-    release was not private, or if the model was fitted with ``epsilon=None``).
+    ``epsilon`` / ``delta`` are the spent totals (``inf`` if any release was not private, or if
+    the model was fitted with ``epsilon=None``): under basic (sequential) composition, or with
+    ``composition="zcdp"`` (and a requested ``δ > 0``) the smaller of that and the zCDP view,
+    every release composed in zCDP and converted at the requested ``δ`` (both hold).
     """
 
     entries: tuple[LedgerEntry, ...] = ()
     neighbouring: str = "add_remove"
     requested_epsilon: float | None = None
     requested_delta: float = 0.0
+    composition: str = "basic"
 
     def record(self, entry: LedgerEntry) -> PrivacyLedger:
         """A new ledger with ``entry`` appended."""
@@ -199,13 +202,35 @@ class PrivacyLedger:
         return self.requested_epsilon is not None and all(e.private for e in self.entries)
 
     @property
-    def epsilon(self) -> float:
+    def basic_epsilon(self) -> float:
+        """``ε`` spent under basic (sequential) composition."""
         if not self.private:
             return math.inf
         return math.fsum(e.total_epsilon for e in self.entries)
 
     @property
+    def zcdp_view(self) -> tuple[float, float] | None:
+        """``(ε, δ)`` of every release composed in zCDP and converted at the requested ``δ``,
+        or ``None`` (basic composition, no ``δ`` asked for, or a release without a ``ρ``)."""
+        if (self.composition != "zcdp" or not self.private or self.requested_delta <= 0
+                or any(e.delta > 0 and e.rho is None for e in self.entries)):
+            return None
+        return self.zcdp(self.requested_delta)
+
+    def _uses_zcdp(self) -> bool:
+        view = self.zcdp_view
+        return view is not None and view[0] < self.basic_epsilon
+
+    @property
+    def epsilon(self) -> float:
+        if self._uses_zcdp():
+            return self.zcdp_view[0]
+        return self.basic_epsilon
+
+    @property
     def delta(self) -> float:
+        if self._uses_zcdp():
+            return self.requested_delta
         return math.fsum(e.total_delta for e in self.entries)
 
     @property
@@ -256,10 +281,15 @@ class PrivacyLedger:
             lines.append(f"  {e.what:<38} {e.mechanism:<34} {each:>10} {e.count:>5} {total:>10}")
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
+            how = "zCDP composition" if self._uses_zcdp() else "basic composition"
             lines.append(
                 f"  spent: epsilon = {self.epsilon:.6g}, delta = {self.delta:.3g} "
-                f"(basic composition; requested epsilon = {asked})"
+                f"({how}; requested epsilon = {asked})"
             )
+            view = self.zcdp_view
+            if view is not None:
+                lines.append(f"  views: basic epsilon = {self.basic_epsilon:.6g}; zCDP "
+                             f"epsilon = {view[0]:.6g} at delta = {view[1]:.3g}")
         else:
             lines.append("  NOT DIFFERENTIALLY PRIVATE: " + "; ".join(self.not_private_reasons))
         return "\n".join(lines)

@@ -35,7 +35,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.losses.proper import clamped_split_risk, criterion_sensitivity, split_risk
-from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.accounting import Cost, parallel
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.trees.dense import depth_of, empty_splits, level_slice
@@ -68,12 +68,26 @@ class GrownTree(NamedTuple):
     alpha: jax.Array
 
 
-def split_level_epsilons(epsilon_splits: ArrayLike, depth: int) -> jax.Array:
-    """Per-node split budget of each level, ``[d]``: ``ε_k = ε_splits / (d·2^k)`` (spec §4.2,
-    paper (18) with ``ε_splits = β_tree·ε/T``). The ``2^k`` nodes of level ``k`` spend
-    ``ε_splits/d`` together, so the tree spends ``Σ_k 2^k·ε_k = ε_splits``."""
+SPLIT_BUDGETS = ("parallel", "paper")
+
+
+def split_level_epsilons(epsilon_splits: ArrayLike, depth: int,
+                         budget: str = "paper") -> jax.Array:
+    """Per-node split budget of each level, ``[d]``, the tree's splits spending
+    ``ε_splits = β_tree·ε/T`` in all (spec §4.2):
+
+    * ``"paper"`` (paper (18)): ``ε_k = ε_splits / (d·2^k)``, the ``2^k`` nodes of level ``k``
+      composed sequentially (``Σ_k 2^k·ε_k = ε_splits``);
+    * ``"parallel"``: ``ε_k = ε_splits / d`` for every node: the nodes of one level partition
+      the records, so their selections compose in parallel (a record reaches one node per
+      level; under replace-one a change touches two nodes, see :class:`MalphaRule`)."""
+    if budget not in SPLIT_BUDGETS:
+        raise ValueError(f"budget must be one of {SPLIT_BUDGETS}, got {budget!r}")
     levels = jnp.arange(depth, dtype=jnp.float32)
-    return jnp.asarray(epsilon_splits, jnp.float32) / (depth * 2.0**levels)
+    per_level = jnp.asarray(epsilon_splits, jnp.float32) / depth
+    if budget == "parallel":
+        return jnp.broadcast_to(per_level, (depth,))
+    return per_level / 2.0**levels
 
 
 WEIGHT_BITS = 8
@@ -137,6 +151,11 @@ class MalphaRule(NamedTuple):
       epsilon_oc: budget of each O.C level-error release (§5.3), or ``None``: noise-free
         level errors.
       sensitivity_multiplier: 1 for add/remove-one, 2 for replace-one neighbours (§4.1).
+      parallel: the nodes of a level compose in parallel (``level_epsilon`` from
+        :func:`split_level_epsilons` with ``"parallel"``): each node's selection uses the
+        add/remove sensitivity and ``level_epsilon / m`` with ``m`` the
+        ``sensitivity_multiplier`` (a replacement removes a record from one node and adds one
+        to another, or replaces it within one), and the level costs ``m·max`` over its nodes.
     """
 
     alpha: jax.Array
@@ -145,6 +164,7 @@ class MalphaRule(NamedTuple):
     size: jax.Array | None = None
     epsilon_oc: ArrayLike | None = None
     sensitivity_multiplier: float = 1.0
+    parallel: bool = False
 
     @property
     def private(self) -> bool:
@@ -220,7 +240,8 @@ def grow_malpha_level(
 
     Returns:
       ``(state, costs)``: the state with level ``k`` split and the examples routed to level
-      ``k + 1``; the level's releases, ``"splits at depth k"`` (one per node, ``[2**k]``)
+      ``k + 1``; the level's releases, ``"splits at depth k"`` (one per node, ``[2**k]``, or
+      one for the level when its nodes compose in parallel)
       and ``"O.C level error"`` (scalar) when released, empty without DP.
     """
     left, right, candidates = level_split_stats(codes, state.node, stats, level,
@@ -242,6 +263,8 @@ def grow_malpha_level(
         a = jnp.broadcast_to(jnp.where(rule.alpha < 0, level_alpha, rule.alpha),
                              candidates.shape[:1])
         choice, cost = _select(rule, level, key, _utility(rule, left, right, candidates, a), a)
+    if cost is not None and rule.parallel:
+        cost = parallel(cost, touched=int(rule.sensitivity_multiplier))
     costs = collections.OrderedDict(
         (label, c) for label, c in ((f"splits at depth {level}", cost), (OC_ERROR_LABEL, oc_cost))
         if c is not None)
@@ -281,6 +304,7 @@ def grow_malpha_tree(
     oc_alpha: str | None = None,
     epsilon_oc: ArrayLike | None = None,
     sensitivity_multiplier: float = 1.0,
+    budget: str = "paper",
 ) -> tuple[GrownTree, collections.OrderedDict[str, Cost]]:
     """Grow one Mα tree greedily, level by level (spec §2.1–§2.3, §4.2–§4.3, §5).
 
@@ -308,11 +332,14 @@ def grow_malpha_tree(
         ``Ẽ_k = E_k + noise`` (``k = 0..d−1``, none when ``d = 1``); ``None``: O.C uses
         noise-free level errors (non-private trees).
       sensitivity_multiplier: 1 for add/remove-one, 2 for replace-one neighbours (§4.1).
+      budget: how a level's nodes share the split budget, ``"paper"`` (sequential, paper (18))
+        or ``"parallel"`` (:func:`split_level_epsilons`).
 
     Returns:
       ``(tree, costs)``: :class:`GrownTree` with the splits, each example's leaf, the leaves'
       class sums and each internal node's α; and the privacy cost of every release,
-      ``"splits at depth k"`` (one per node, ``[2**k]``) and ``"O.C level errors"`` (``[d]``
+      ``"splits at depth k"`` (one per node, ``[2**k]``, or one per level with ``"parallel"``)
+      and ``"O.C level errors"`` (``[d]``
       when released), empty without DP.
     """
     private = epsilon_splits is not None
@@ -323,9 +350,9 @@ def grow_malpha_tree(
                          "sums are exact int32 fixed-point); subsample the data")
     rule = MalphaRule(
         alpha=jnp.asarray(alpha, jnp.float32), oc_alpha=resolve_oc_alpha(oc_alpha, private),
-        level_epsilon=split_level_epsilons(epsilon_splits, depth) if private else None,
+        level_epsilon=split_level_epsilons(epsilon_splits, depth, budget) if private else None,
         size=jnp.asarray(size, jnp.float32) if private else None, epsilon_oc=epsilon_oc,
-        sensitivity_multiplier=sensitivity_multiplier)
+        sensitivity_multiplier=sensitivity_multiplier, parallel=budget == "parallel")
     stats = class_stats(weights, y, fixed_point=private)
     k_splits, k_oc = jax.random.split(key)
     state = malpha_root_state(codes.shape[0], depth, stats.dtype)
@@ -347,9 +374,12 @@ def _select(rule: MalphaRule, level: int, key: jax.Array, utility: jax.Array,
     if not rule.private:
         return jnp.argmax(utility, axis=-1).astype(jnp.int32), None
     multiplier = rule.sensitivity_multiplier
+    epsilon = rule.level_epsilon[level]
+    if rule.parallel:       # add/remove sensitivity, the budget shared by the touched nodes
+        multiplier, epsilon = 1.0, epsilon / rule.sensitivity_multiplier
     relation = f"{multiplier:g}·" if multiplier != 1 else ""
     sensitivity = multiplier * criterion_sensitivity(rule.size, a)
-    return permute_and_flip(key, utility, sensitivity, rule.level_epsilon[level],
+    return permute_and_flip(key, utility, sensitivity, epsilon,
                             label=f"sens. {relation}(Δ^(α)(ñ) + 2^-18·ñ)")
 
 

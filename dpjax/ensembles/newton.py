@@ -1,0 +1,293 @@
+"""Private Newton boosting: the default ``boosted`` learner (``docs/design.md``, "Learners").
+
+A logistic-loss gradient-boosted additive model whose every release carries signal at
+``ε ≥ 0.1`` on thousands of rows (issue 9; DP-EBM, Nori et al. 2021, and DP-GBDT work, e.g.
+Maddock et al. 2022, for the ingredients):
+
+1. **A private prior** (a share ``prior_share`` of the budget): the noisy class counts
+   ``(ñ_0, ñ_1)`` (L1 sensitivity 1 under add/remove, 2 under replace-one) give the initial
+   score ``F_0 = log(ñ_1/ñ_0)``, so a model whose rounds carry no signal predicts the released
+   majority class; no tie goes to a fixed class.
+2. **Rounds** ``r = 1..R``, each a partition of the records into cells read off public codes:
+
+   * ``shape="cyclic"`` (DP-EBM's shape): round ``r`` takes feature ``(r − 1) mod n`` and every
+     code of it is a cell (the features cycled, no selection budget at all);
+   * ``shape="random"``: round ``r`` is a complete depth-``d`` tree with data-independent random
+     splits (:func:`dpjax.trees.grow.random_splits`) and its leaves are the cells (no budget on
+     splits, all on leaves).
+
+   Each round releases the cells' gradient and hessian sums of the logistic loss at the current
+   released score, ``(G_c, H_c) = Σ_{i∈c} (p_i − y_i, p_i(1 − p_i))``. A record sits in one cell
+   and ``|p − y| + p(1 − p) <= 1``, so the round's whole release has L1 sensitivity 1 (2 under
+   replace-one): the cells compose in parallel and the round costs one ``ε_r``. The sums are
+   exact int32 fixed-point (units of ``2**−GRAD_BITS``; one record moves them by at most
+   ``2**GRAD_BITS + 2`` units with the floors) and go through
+   :func:`dpjax.mechanisms.laplace_mechanism` (exact discrete Laplace).
+3. **Newton leaves with noise-aware shrinkage** (post-processing): each cell's score moves by
+   ``w_c = −η·G̃_c / max(H̃_c + Λ, Λ)``, clipped to ``±STEP_CLIP``, with the ridge
+   ``Λ = 1 + λ·√R·b`` where ``b = Δ/ε_r`` is the round's noise scale: a cell whose sums are
+   mostly noise moves little, and the sum of ``R`` rounds' noisy moves stays below the prior's
+   margin.
+
+Budget: ``ε_0 = prior_share·ε`` for the prior and ``ε_r`` for each of the ``R`` active rounds.
+With ``δ = 0`` rounds compose sequentially, ``ε_r = (1 − prior_share)·ε/R``. With ``δ > 0``
+every release (pure ``ε_r``-DP, so ``ε_r²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4) is also
+composed in zCDP: ``ε_r`` is the larger of the sequential split and ``sqrt(2ρ_rounds/R)`` with
+``ρ`` the largest zCDP budget that converts to ``(ε, δ)`` (Prop. 1.3); the ledger states both
+views and keeps the smaller total (both hold).
+
+The number of active rounds ``R`` is a public function of ``ε`` and the feature count
+(:func:`active_rounds`): one pass over the features, two at ``ε >= EPOCHS_EPSILON``. Rounds past
+``R`` (of the ``max_rounds`` the program is compiled for) release nothing and cost nothing, so
+one compiled program serves a sweep over ``ε``.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.rounding import round_down
+from dpjax.trees.dense import DenseTree
+from dpjax.trees.grow import random_splits
+from dpjax.trees.predict import apply_trees, leaf_index
+
+SHAPES = ("cyclic", "random")
+GRAD_BITS = 8
+"""Gradient and hessian sums are int32 fixed point in units of ``2**−GRAD_BITS``: exact (the
+sensitivity holds for the computed sums) up to ``MAX_ROWS`` rows."""
+GRAD_UNIT = 2**GRAD_BITS
+MAX_ROWS = 2**(31 - GRAD_BITS) - 1
+STEP_CLIP = 2.0
+"""A round moves a cell's score (log-odds) by at most this much."""
+EPOCHS_EPSILON = 4.0
+"""From this ``ε`` on, the cyclic shape makes two passes over the features (one below)."""
+PRIOR_LABEL = "prior (class counts)"
+ROUNDS_LABEL = "rounds (gradient/hessian sums)"
+
+
+@chex.dataclass(frozen=True)
+class NewtonBoostedModel:
+    """A fitted private Newton-boosted model: ``F(x) = prior + Σ_f table[f, x_f] + Σ_t
+    trees.leaf[t, leaf_t(x)]``; ``P(y = 1 | x) = sigmoid(F(x))``.
+
+    Attributes:
+      prior: float32 scalar, the released log-odds of the class balance (``F_0``).
+      table: float32 ``[n, K]`` the cyclic rounds' moves summed per (feature, code) (zeros for
+        the random shape).
+      trees: :class:`DenseTree` batch ``[T]`` of the random shape's trees (leaf values the
+        moves); a single all-zero tree for the cyclic shape.
+    """
+
+    prior: jax.Array
+    table: jax.Array
+    trees: DenseTree
+
+
+def zcdp_budget(epsilon: ArrayLike, delta: float) -> jax.Array:
+    """The largest ``ρ`` with ``ρ + 2·sqrt(ρ·ln(1/δ)) <= ε`` (Bun & Steinke 2016, Prop. 1.3),
+    ``(sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))²``, rounded down; 0 when ``δ = 0``."""
+    if delta <= 0.0:
+        return jnp.zeros_like(jnp.asarray(epsilon, jnp.float32))
+    log_term = math.log(1.0 / delta)
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    rho = epsilon**2 / (jnp.sqrt(log_term + epsilon) + math.sqrt(log_term))**2
+    return round_down(rho * (1.0 - 1e-5))
+
+
+def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str,
+                  n_trees: int) -> jax.Array:
+    """The public schedule ``R``: the random shape boosts ``n_trees`` trees; the cyclic shape
+    makes one pass over the ``n`` features, two from ``ε >= EPOCHS_EPSILON`` (and without DP).
+    Reads ``ε``, the feature count and the configuration only, never the data."""
+    if shape == "random":
+        return jnp.float32(n_trees)
+    if epsilon is None:
+        return jnp.float32(2 * n_features)
+    return jnp.where(jnp.asarray(epsilon) >= EPOCHS_EPSILON, 2.0 * n_features,
+                     1.0 * n_features).astype(jnp.float32)
+
+
+def max_rounds(n_features: int, shape: str, n_trees: int) -> int:
+    """Rounds the program is compiled for (the schedule's maximum)."""
+    return n_trees if shape == "random" else 2 * n_features
+
+
+def round_budgets(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
+                  delta: float) -> dict[str, jax.Array]:
+    """``prior`` and per-round ``round`` budgets: the sequential split of ``ε``, or with
+    ``δ > 0`` the zCDP split of ``ρ(ε, δ)`` (same shares) when its rounds get more, each
+    rounded down. Either way basic composition or the zCDP conversion of the releases stays
+    within ``(ε, δ)``."""
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    rounds = jnp.asarray(rounds, jnp.float32)
+    prior = epsilon * prior_share
+    per_round = epsilon * (1.0 - prior_share) / rounds
+    if delta > 0.0:     # one split or the other for every release (a mix would fit neither)
+        rho = zcdp_budget(epsilon, delta)
+        zcdp_round = jnp.sqrt(2.0 * (1.0 - prior_share) * rho / rounds)
+        use_zcdp = zcdp_round > per_round
+        prior = jnp.where(use_zcdp, jnp.sqrt(2.0 * prior_share * rho), prior)
+        per_round = jnp.where(use_zcdp, zcdp_round, per_round)
+    return {"prior": round_down(prior), "round": round_down(per_round)}
+
+
+def gradient_stats(score: jax.Array, y: jax.Array, private: bool) -> jax.Array:
+    """Per-record ``(g, h) = (p − y, p(1 − p))`` of the logistic loss at ``score``, ``[m, 2]``:
+    int32 ``floor(·2**GRAD_BITS)`` under DP (exact sums), float32 otherwise."""
+    p = jax.nn.sigmoid(score)
+    stats = jnp.stack([p - y.astype(jnp.float32), p * (1.0 - p)], axis=-1)
+    if private:
+        return jnp.floor(stats * GRAD_UNIT).astype(jnp.int32)
+    return stats
+
+
+def newton_moves(noisy: jax.Array, ridge: ArrayLike, learning_rate: ArrayLike) -> jax.Array:
+    """``w_c = −η·G_c / max(H_c + Λ, Λ)`` clipped to ``±STEP_CLIP`` from cell sums ``[C, 2]``
+    (post-processing of the released sums)."""
+    gradient, hessian = noisy[..., 0], noisy[..., 1]
+    ridge = jnp.asarray(ridge, jnp.float32)
+    move = -learning_rate * gradient / jnp.maximum(hessian + ridge, ridge)
+    return jnp.clip(move, -STEP_CLIP, STEP_CLIP)
+
+
+def release_prior(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+                  sensitivity: float) -> tuple[jax.Array, Cost | None]:
+    """``F_0 = log(ñ_1/ñ_0)`` from the (noisy) class counts, each floored at 1; the counts'
+    L1 sensitivity is ``sensitivity`` (one record is in one class)."""
+    positive = jnp.sum(y.astype(jnp.int32))
+    counts = jnp.stack([y.shape[0] - positive, positive]).astype(jnp.int32)
+    cost = None
+    if epsilon is not None:
+        counts, cost = laplace_mechanism(key, counts, sensitivity, epsilon, integer=True,
+                                         label=f"L1 sens. {sensitivity:g}")
+    counts = jnp.maximum(counts.astype(jnp.float32), 1.0)
+    return jnp.log(counts[1] / counts[0]), cost
+
+
+def fit_newton_boosted(
+    key: jax.Array,
+    codes: jax.Array,
+    y: jax.Array,
+    epsilon: jax.Array | None,
+    *,
+    learning_rate: ArrayLike = 1.0,
+    regularisation: ArrayLike = 1.0,
+    n_codes_per_feature: np.ndarray,
+    shape: str = "cyclic",
+    n_trees: int = 20,
+    depth: int = 4,
+    prior_share: float = 0.1,
+    sensitivity: float = 1.0,
+    delta: float = 0.0,
+    structure_key: jax.Array | None = None,
+) -> tuple[NewtonBoostedModel, collections.OrderedDict[str, Cost]]:
+    """Fit the private Newton-boosted model (module docstring).
+
+    Args:
+      key: PRNG key: the prior's, the rounds' (round ``r`` uses ``fold_in(k, r)``) and, for the
+        random shape, the structures' stream unless ``structure_key`` is given.
+      codes: uint8 ``[m, n]``; y: int ``[m]`` in ``{0, 1}``.
+      epsilon: total budget (traced), or ``None`` without privacy (exact sums, ``Λ = 1``).
+      learning_rate: traced ``η``; regularisation: traced ``λ`` of the ridge ``Λ``.
+      n_codes_per_feature: concrete codes of each feature (cells of the cyclic shape).
+      shape: ``"cyclic"`` or ``"random"``; n_trees, depth: the random shape's ``T`` and ``d``.
+      prior_share: share of ``ε`` for the prior.
+      sensitivity: 1 (add/remove) or 2 (replace-one), the multiplier of every release.
+      delta: the ``δ`` asked for; ``> 0`` enables the zCDP split.
+      structure_key: key of the random structures (shared by a sweep's grid points).
+
+    Returns:
+      ``(model, costs)``: ``"prior (class counts)"`` (scalar) and ``"rounds (gradient/hessian
+      sums)"`` (``[max_rounds]``, zero past the active rounds); empty without DP.
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+    private = epsilon is not None
+    if private and codes.shape[0] > MAX_ROWS:
+        raise ValueError(f"private boosting takes at most {MAX_ROWS} rows (its sums are exact "
+                         "int32 fixed point); subsample the data")
+    n_features = codes.shape[1]
+    n_codes = int(max(int(c) for c in n_codes_per_feature))
+    total = max_rounds(n_features, shape, n_trees)
+    rounds = active_rounds(epsilon, n_features, shape, n_trees)
+    k_prior, k_rounds, k_structure = jax.random.split(key, 3)
+    structure_key = k_structure if structure_key is None else structure_key
+    costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
+    if private:
+        budget = round_budgets(epsilon, rounds, prior_share=prior_share, delta=delta)
+        prior, costs[PRIOR_LABEL] = release_prior(k_prior, y, budget["prior"], sensitivity)
+        noise_scale = sensitivity * (1.0 + 2.0 / GRAD_UNIT) / budget["round"]
+        ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * noise_scale
+    else:
+        prior, _ = release_prior(k_prior, y, None, sensitivity)
+        ridge = jnp.float32(1.0)
+    n_cells = n_codes if shape == "cyclic" else 2**depth
+    if shape == "random":
+        feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None))(
+            jax.random.split(structure_key, total), depth, n_codes_per_feature)
+    else:
+        feature = threshold = jnp.zeros((total, 1), jnp.int32)
+
+    def round_r(score: jax.Array, r: jax.Array):
+        if shape == "cyclic":
+            cell = codes[:, r % n_features].astype(jnp.int32)
+        else:
+            cell = leaf_index(feature[r], threshold[r], codes)
+        sums = jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
+        live = r < rounds
+        if private:
+            noisy, cost = laplace_mechanism(
+                jax.random.fold_in(k_rounds, r), sums, sensitivity * (GRAD_UNIT + 2),
+                budget["round"], integer=True, event_ndim=2,
+                label=f"L1 sens. {sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})")
+            sums, cost = noisy / GRAD_UNIT, cost.gated(live)
+        else:
+            cost = None
+        move = jnp.where(live, newton_moves(sums, ridge, learning_rate), 0.0)
+        return score + move[cell], (move, cost)
+
+    _, (moves, round_costs) = jax.lax.scan(round_r, jnp.full(codes.shape[0], prior),
+                                           jnp.arange(total))
+    if private:
+        costs[ROUNDS_LABEL] = round_costs
+    if shape == "cyclic":
+        table = jax.ops.segment_sum(moves, jnp.arange(total) % n_features, n_features)
+        trees = DenseTree(feature=jnp.zeros((1, 1), jnp.int32),
+                          threshold=jnp.zeros((1, 1), jnp.int32), leaf=jnp.zeros((1, 2)))
+    else:
+        table = jnp.zeros((n_features, n_codes), jnp.float32)
+        trees = DenseTree(feature=feature, threshold=threshold, leaf=moves)
+    return NewtonBoostedModel(prior=prior, table=table, trees=trees), costs
+
+
+def newton_decision(model: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+    """The score ``F(x)`` (log-odds of class 1) of every row, ``[m]``."""
+    n = codes.shape[1]
+    additive = model.table[jnp.arange(n)[None, :], codes.astype(jnp.int32)].sum(-1)
+    return model.prior + additive + apply_trees(model.trees, codes).sum(0)
+
+
+def newton_proba(model: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+    """Class scores ``[m, 2]``, ``P(y = 1) = sigmoid(F(x))``."""
+    positive = jax.nn.sigmoid(newton_decision(model, codes))
+    return jnp.stack([1.0 - positive, positive], axis=-1)
+
+
+def newton_predict(model: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+    """``F(x) > 0`` as class indices; a score of exactly 0 takes the released prior's class."""
+    score = newton_decision(model, codes)
+    return jnp.where(score != 0, score > 0, model.prior > 0).astype(jnp.int32)
+
+
+__all__ = ["SHAPES", "NewtonBoostedModel", "active_rounds", "fit_newton_boosted",
+           "newton_decision", "newton_predict", "newton_proba", "round_budgets",
+           "zcdp_budget", "gradient_stats", "newton_moves", "release_prior"]
