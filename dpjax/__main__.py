@@ -13,7 +13,8 @@ import dpjax
 from dpjax.data.splits import stratified_split
 
 TITLES = {"random_trees": "DP random decision trees (Bojarski et al.)",
-          "boosted": "Mα-boosted DP trees (Nock & Henecka)",
+          "boosted": "private Newton boosting (cyclic, DP-EBM shape)",
+          "malpha": "Mα-boosted DP trees (Nock & Henecka)",
           "rf_laplace": "RF-L random forest", "rf_exponential": "RF-E random forest"}
 
 

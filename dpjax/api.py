@@ -55,9 +55,10 @@ def fit(
       X: 2-D table: pandas DataFrame, numpy or JAX array.
       y: labels, 1-D.
       method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
-        ``"boosted"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
+        ``"boosted"`` (private Newton boosting, binary labels: the accurate default booster),
+        ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
         ``"rf_exponential"`` (their RF-L / RF-E baselines); or a learner config such as
-        ``dpjax.learners.Boosted(n_trees=20)`` (``params`` then override its fields).
+        ``dpjax.learners.Boosted(shape="random")`` (``params`` then override its fields).
       epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
         without privacy and must be asked for explicitly.
       key: ``None`` (default) draws fresh OS entropy: use it for anything you release. An int
@@ -77,15 +78,19 @@ def fit(
       neighbouring: ``"add_remove"`` or ``"replace_one"`` (alias ``"substitute"``)
         neighbouring datasets; replace-one doubles the count and split sensitivities.
       public_size: the number of training rows, if it is public (a fixed-size study). Under
-        add/remove neighbours the row count is private, so learners that need it (``boosted``)
+        add/remove neighbours the row count is private, so learners that need it (``malpha``)
         release a noisy count with a small share of ``epsilon`` unless it is declared here;
         under replace-one it is public anyway.
-      delta: the ``δ`` of an ``(ε, δ)`` budget, in ``[0, 1)`` (the current learners are pure
-        ``ε``-DP and spend none of it).
+      delta: the ``δ`` of an ``(ε, δ)`` budget, in ``[0, 1)``. ``boosted`` composes its
+        releases in zCDP when that buys more noise-free budget than basic composition (many
+        rounds) and the ledger then spends ``δ``; the other learners are pure ``ε``-DP and
+        spend none of it.
       **params: the method's hyper-parameters (the fields of ``dpjax.LEARNERS[method]``; e.g.
-        random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``n_trees``,
-        ``depth``, ``alpha`` (``"oc"`` or in (0, 1]), ``beta_tree``, ``clamp``,
-        ``leaf_mechanism``, ``beta_mode``, ... see :func:`dpjax.ensembles.fit_boosted`).
+        random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``shape``,
+        ``learning_rate``, ``regularisation``, ``prior_share``, see
+        :func:`dpjax.ensembles.newton.fit_newton_boosted`; malpha: ``n_trees``, ``depth``,
+        ``alpha`` (``"oc"`` or in (0, 1]), ``beta_tree``, ``budget``, ``leaf_mechanism``, ...
+        see :func:`dpjax.ensembles.fit_boosted`).
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
@@ -122,7 +127,8 @@ def sweep(
     **params: Any,
 ) -> Sweep:
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
-    as sequences (boosted: ``alpha``, ``beta_tree``) with every seed, as **one** jit-compiled,
+    as sequences (boosted: ``learning_rate``, ``regularisation``; malpha: ``alpha``,
+    ``beta_tree``) with every seed, as **one** jit-compiled,
     vmapped call.
 
     Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``

@@ -164,6 +164,7 @@ class DPBoostedTreesClassifier(_DPClassifier):
         depth: int = Boosted.depth,
         learning_rate: float = Boosted.learning_rate,
         regularisation: float = Boosted.regularisation,
+        min_signal: float = Boosted.min_signal,
         prior_share: float = Boosted.prior_share,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,

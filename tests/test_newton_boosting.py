@@ -108,7 +108,7 @@ def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_vie
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     bounds = {c: (0.0, 1.0) for c in X.columns}
     model = dpjax.fit(X, Y, method="boosted", epsilon=1.0, delta=1e-5, bounds=bounds, key=0,
-                      n_bins=8, shape="random", n_trees=200, depth=2)
+                      n_bins=8, shape="random", n_trees=200, depth=2, min_signal=1e-3)
     ledger = model.privacy
     assert ledger.composition == "zcdp" and ledger.zcdp_view is not None
     assert ledger.basic_epsilon > 1.0          # 200 rounds: the basic sum is over the request
@@ -116,7 +116,7 @@ def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_vie
     assert ledger.delta == 1e-5
     assert "zCDP composition" in str(ledger) and "basic epsilon" in str(ledger)
     pure = dpjax.fit(X, Y, method="boosted", epsilon=1.0, bounds=bounds, key=0, n_bins=8,
-                     shape="random", n_trees=200, depth=2)
+                     shape="random", n_trees=200, depth=2, min_signal=1e-3)
     assert pure.privacy.delta == 0.0 and pure.privacy.epsilon <= 1.0
     assert pure.privacy.zcdp_view is None
     rounds = {e.what: e.epsilon for e in ledger.entries}
@@ -127,8 +127,14 @@ def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_vie
 # --- the public schedule: reads ε, the feature count and the configuration only ------------
 
 def test_default_schedule_is_a_function_of_public_quantities_only():
+    # ε, the feature count, the configuration and the *released* size: no data argument
     assert list(inspect.signature(active_rounds).parameters) == [
-        "epsilon", "n_features", "shape", "n_trees"]
+        "epsilon", "n_features", "shape", "n_trees", "size", "cells", "min_signal",
+        "prior_share"]
+    # few released rows at a small ε: fewer, less noisy rounds (at least one)
+    assert float(active_rounds(0.1, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 1
+    assert float(active_rounds(1.0, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 15
+    assert float(active_rounds(1.0, 14, "cyclic", 20, 14_000.0, 10.0, 4.0, 0.1)) == 14
     assert float(active_rounds(1.0, 7, "cyclic", 20)) == 7
     assert float(active_rounds(EPOCHS_EPSILON, 7, "cyclic", 20)) == 14
     assert float(active_rounds(None, 7, "cyclic", 20)) == 14

@@ -36,10 +36,13 @@ composed in zCDP: ``ε_r`` is the larger of the sequential split and ``sqrt(2ρ_
 ``ρ`` the largest zCDP budget that converts to ``(ε, δ)`` (Prop. 1.3); the ledger states both
 views and keeps the smaller total (both hold).
 
-The number of active rounds ``R`` is a public function of ``ε`` and the feature count
-(:func:`active_rounds`): one pass over the features, two at ``ε >= EPOCHS_EPSILON``. Rounds past
-``R`` (of the ``max_rounds`` the program is compiled for) release nothing and cost nothing, so
-one compiled program serves a sweep over ``ε``.
+The number of active rounds ``R`` is a function of public quantities only (:func:`active_rounds`):
+one pass over the features (in a data-independent random order), two at ``ε >= EPOCHS_EPSILON``,
+and no more than keep the average cell at ``min_signal`` times the round's noise scale given the
+released size ``ñ`` (the prior's counts): small data at small ``ε`` spends its budget on fewer,
+less noisy rounds. The rounds' budget is split after the prior is released (adaptive basic
+composition). Rounds past ``R`` (of the ``max_rounds`` the program is compiled for) release
+nothing and cost nothing, so one compiled program serves a sweep over ``ε``.
 """
 
 from __future__ import annotations
@@ -103,17 +106,30 @@ def zcdp_budget(epsilon: ArrayLike, delta: float) -> jax.Array:
     return round_down(rho * (1.0 - 1e-5))
 
 
-def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str,
-                  n_trees: int) -> jax.Array:
-    """The public schedule ``R``: the random shape boosts ``n_trees`` trees; the cyclic shape
-    makes one pass over the ``n`` features, two from ``ε >= EPOCHS_EPSILON`` (and without DP).
-    Reads ``ε``, the feature count and the configuration only, never the data."""
+def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_trees: int,
+                  size: ArrayLike | None = None, cells: float = 1.0,
+                  min_signal: ArrayLike = 4.0, prior_share: float = 0.0) -> jax.Array:
+    """The public schedule ``R``, a function of ``ε``, the feature count, the configuration
+    and the *released* size only, never of the data itself.
+
+    The most rounds: ``n_trees`` trees (random shape), or one pass over the ``n`` features,
+    two from ``ε >= EPOCHS_EPSILON`` and without DP (cyclic shape). Under DP with a released
+    size ``ñ`` (the prior's noisy class counts), no more rounds than keep the average cell's
+    row count ``ñ/cells`` at ``min_signal`` times the round's Laplace scale ``R/ε_rounds``:
+    ``R <= ñ·(1 − prior_share)·ε / (cells·min_signal)`` (at least 1). Small data at small ``ε``
+    thus spends its budget on fewer, less noisy rounds."""
     if shape == "random":
-        return jnp.float32(n_trees)
-    if epsilon is None:
+        most = jnp.float32(n_trees)
+    elif epsilon is None:
         return jnp.float32(2 * n_features)
-    return jnp.where(jnp.asarray(epsilon) >= EPOCHS_EPSILON, 2.0 * n_features,
-                     1.0 * n_features).astype(jnp.float32)
+    else:
+        most = jnp.where(jnp.asarray(epsilon) >= EPOCHS_EPSILON, 2.0 * n_features,
+                         1.0 * n_features).astype(jnp.float32)
+    if epsilon is None or size is None:
+        return most
+    affordable = jnp.floor(jnp.asarray(size, jnp.float32) * (1.0 - prior_share)
+                           * jnp.asarray(epsilon, jnp.float32) / (cells * min_signal))
+    return jnp.clip(affordable, 1.0, most)
 
 
 def max_rounds(n_features: int, shape: str, n_trees: int) -> int:
@@ -122,11 +138,13 @@ def max_rounds(n_features: int, shape: str, n_trees: int) -> int:
 
 
 def round_budgets(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
-                  delta: float) -> dict[str, jax.Array]:
+                  delta: float, zcdp_rounds: ArrayLike | None = None) -> dict[str, jax.Array]:
     """``prior`` and per-round ``round`` budgets: the sequential split of ``ε``, or with
     ``δ > 0`` the zCDP split of ``ρ(ε, δ)`` (same shares) when its rounds get more, each
     rounded down. Either way basic composition or the zCDP conversion of the releases stays
-    within ``(ε, δ)``."""
+    within ``(ε, δ)``. ``zcdp_rounds`` (default ``rounds``) decides between the two: the prior
+    is released before the number of rounds is known, so the decision uses their public
+    maximum."""
     epsilon = jnp.asarray(epsilon, jnp.float32)
     rounds = jnp.asarray(rounds, jnp.float32)
     prior = epsilon * prior_share
@@ -134,7 +152,9 @@ def round_budgets(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
     if delta > 0.0:     # one split or the other for every release (a mix would fit neither)
         rho = zcdp_budget(epsilon, delta)
         zcdp_round = jnp.sqrt(2.0 * (1.0 - prior_share) * rho / rounds)
-        use_zcdp = zcdp_round > per_round
+        decide = rounds if zcdp_rounds is None else jnp.asarray(zcdp_rounds, jnp.float32)
+        use_zcdp = (jnp.sqrt(2.0 * (1.0 - prior_share) * rho / decide)
+                    > epsilon * (1.0 - prior_share) / decide)
         prior = jnp.where(use_zcdp, jnp.sqrt(2.0 * prior_share * rho), prior)
         per_round = jnp.where(use_zcdp, zcdp_round, per_round)
     return {"prior": round_down(prior), "round": round_down(per_round)}
@@ -160,9 +180,10 @@ def newton_moves(noisy: jax.Array, ridge: ArrayLike, learning_rate: ArrayLike) -
 
 
 def release_prior(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
-                  sensitivity: float) -> tuple[jax.Array, Cost | None]:
-    """``F_0 = log(ñ_1/ñ_0)`` from the (noisy) class counts, each floored at 1; the counts'
-    L1 sensitivity is ``sensitivity`` (one record is in one class)."""
+                  sensitivity: float) -> tuple[jax.Array, jax.Array, Cost | None]:
+    """``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ = ñ_0 + ñ_1`` from the (noisy) class
+    counts, each floored at 1; the counts' L1 sensitivity is ``sensitivity`` (one record is in
+    one class)."""
     positive = jnp.sum(y.astype(jnp.int32))
     counts = jnp.stack([y.shape[0] - positive, positive]).astype(jnp.int32)
     cost = None
@@ -170,7 +191,7 @@ def release_prior(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
         counts, cost = laplace_mechanism(key, counts, sensitivity, epsilon, integer=True,
                                          label=f"L1 sens. {sensitivity:g}")
     counts = jnp.maximum(counts.astype(jnp.float32), 1.0)
-    return jnp.log(counts[1] / counts[0]), cost
+    return jnp.log(counts[1] / counts[0]), counts.sum(), cost
 
 
 def fit_newton_boosted(
@@ -181,6 +202,7 @@ def fit_newton_boosted(
     *,
     learning_rate: ArrayLike = 1.0,
     regularisation: ArrayLike = 1.0,
+    min_signal: ArrayLike = 4.0,
     n_codes_per_feature: np.ndarray,
     shape: str = "cyclic",
     n_trees: int = 20,
@@ -197,7 +219,8 @@ def fit_newton_boosted(
         random shape, the structures' stream unless ``structure_key`` is given.
       codes: uint8 ``[m, n]``; y: int ``[m]`` in ``{0, 1}``.
       epsilon: total budget (traced), or ``None`` without privacy (exact sums, ``Λ = 1``).
-      learning_rate: traced ``η``; regularisation: traced ``λ`` of the ridge ``Λ``.
+      learning_rate: traced ``η``; regularisation: traced ``λ`` of the ridge ``Λ``;
+        min_signal: traced constant of the schedule (:func:`active_rounds`).
       n_codes_per_feature: concrete codes of each feature (cells of the cyclic shape).
       shape: ``"cyclic"`` or ``"random"``; n_trees, depth: the random shape's ``T`` and ``d``.
       prior_share: share of ``ε`` for the prior.
@@ -218,28 +241,35 @@ def fit_newton_boosted(
     n_features = codes.shape[1]
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     total = max_rounds(n_features, shape, n_trees)
-    rounds = active_rounds(epsilon, n_features, shape, n_trees)
+    most = active_rounds(epsilon, n_features, shape, n_trees)
     k_prior, k_rounds, k_structure = jax.random.split(key, 3)
     structure_key = k_structure if structure_key is None else structure_key
     costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
+    cells = (float(np.mean(n_codes_per_feature)) if shape == "cyclic" else 2.0**depth)
     if private:
-        budget = round_budgets(epsilon, rounds, prior_share=prior_share, delta=delta)
-        prior, costs[PRIOR_LABEL] = release_prior(k_prior, y, budget["prior"], sensitivity)
+        prior_budget = round_budgets(epsilon, most, prior_share=prior_share, delta=delta)
+        prior, size, costs[PRIOR_LABEL] = release_prior(k_prior, y, prior_budget["prior"],
+                                                        sensitivity)
+        rounds = active_rounds(epsilon, n_features, shape, n_trees, size, cells, min_signal,
+                               prior_share)
+        budget = round_budgets(epsilon, rounds, prior_share=prior_share, delta=delta,
+                               zcdp_rounds=most)
         noise_scale = sensitivity * (1.0 + 2.0 / GRAD_UNIT) / budget["round"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * noise_scale
     else:
-        prior, _ = release_prior(k_prior, y, None, sensitivity)
-        ridge = jnp.float32(1.0)
+        prior, _, _ = release_prior(k_prior, y, None, sensitivity)
+        rounds, ridge = most, jnp.float32(1.0)
     n_cells = n_codes if shape == "cyclic" else 2**depth
     if shape == "random":
         feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None))(
             jax.random.split(structure_key, total), depth, n_codes_per_feature)
-    else:
+    else:   # round r visits feature order[r mod n]: a data-independent random order
+        order = jax.random.permutation(structure_key, n_features)
         feature = threshold = jnp.zeros((total, 1), jnp.int32)
 
     def round_r(score: jax.Array, r: jax.Array):
         if shape == "cyclic":
-            cell = codes[:, r % n_features].astype(jnp.int32)
+            cell = codes[:, order[r % n_features]].astype(jnp.int32)
         else:
             cell = leaf_index(feature[r], threshold[r], codes)
         sums = jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
@@ -260,7 +290,7 @@ def fit_newton_boosted(
     if private:
         costs[ROUNDS_LABEL] = round_costs
     if shape == "cyclic":
-        table = jax.ops.segment_sum(moves, jnp.arange(total) % n_features, n_features)
+        table = jax.ops.segment_sum(moves, order[jnp.arange(total) % n_features], n_features)
         trees = DenseTree(feature=jnp.zeros((1, 1), jnp.int32),
                           threshold=jnp.zeros((1, 1), jnp.int32), leaf=jnp.zeros((1, 2)))
     else:

@@ -47,6 +47,7 @@ class Boosted(Learner):
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     learning_rate: float = traced(1.0, positive_float)
     regularisation: float = traced(1.0, positive_float)
+    min_signal: float = traced(4.0, positive_float)
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
 
     @property
