@@ -1,7 +1,7 @@
 """The learner contract (``docs/design.md``, "Learners"): a learner is a frozen, validated,
 hashable config whose methods are pure functions.
 
-    config = Boosted(n_trees=20, depth=3)            # validated once, here
+    config = MalphaBoosted(n_trees=20, depth=3)      # validated once, here
     params, costs = config.fit(key, codes, y, epsilon, context, alpha=a, beta_tree=b)
     config.proba(params, codes); config.predict(params, codes, key)
 
