@@ -109,26 +109,23 @@ def run_dpjax(data: Dataset, train: np.ndarray, test: np.ndarray, seed: int) -> 
     return rows
 
 
-def numeric_matrix(data: Dataset) -> tuple[np.ndarray, list[bool]]:
+def numeric_matrix(data: Dataset) -> np.ndarray:
     """Features scaled to ``[0, 1]`` with the public bounds, categories one-hot (declared
     lists), missing values 0 plus a missing indicator for the declared columns."""
-    columns, continuous = [], []
+    columns = []
     for name in data.X.columns:
         values, bound = data.X[name], data.bounds[name]
         if isinstance(bound, list):
             for category in bound:
                 columns.append((values == category).to_numpy(float))
-                continuous.append(False)
         else:
             low, high = bound
             scaled = (pd.to_numeric(values, errors="coerce").to_numpy(float) - low) / max(
                 high - low, 1e-12)
             columns.append(np.nan_to_num(np.clip(scaled, 0.0, 1.0)))
-            continuous.append(True)
         if name in data.missing:
             columns.append(values.isna().to_numpy(float))
-            continuous.append(False)
-    return np.stack(columns, axis=1), continuous
+    return np.stack(columns, axis=1)
 
 
 def run_peers(data: Dataset, matrix: np.ndarray, train: np.ndarray, test: np.ndarray,
@@ -190,7 +187,7 @@ def run(datasets: tuple[str, ...], splits: int, peers: bool) -> pd.DataFrame:
             print(f"skipping {name}: not found")
             continue
         data = load(name)
-        matrix = numeric_matrix(data)[0] if peers else None
+        matrix = numeric_matrix(data) if peers else None
         for seed in range(splits):
             start = time.perf_counter()
             train, test = stratified_split(data.y, TEST_FRACTION, seed)

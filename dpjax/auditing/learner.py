@@ -143,6 +143,5 @@ def audit(
             + (f" δ={delta:g}" if delta else "") + f" {neighbouring}"
             + (" [NOT PRIVATE by its ledger]" if leaks else ""))
     return audit_release(release, data, data_prime, epsilon=claim, delta=delta, n=n,
-                         n_pilot=n_pilot,
-                         chunk=chunk, key=key, confidence=confidence, progress=progress,
-                         name=name)
+                         n_pilot=n_pilot, chunk=chunk, key=key, confidence=confidence,
+                         progress=progress, name=name)

@@ -10,8 +10,9 @@ Maddock et al. 2022, for the ingredients):
    majority class; no tie goes to a fixed class.
 2. **Rounds** ``r = 1..R``, each a partition of the records into cells read off public codes:
 
-   * ``shape="cyclic"`` (DP-EBM's shape): round ``r`` takes feature ``(r − 1) mod n`` and every
-     code of it is a cell (the features cycled, no selection budget at all);
+   * ``shape="cyclic"`` (DP-EBM's shape): round ``r`` takes the feature ``(r − 1) mod n`` of a
+     data-independent random order and every code of it is a cell (the features cycled, no
+     selection budget at all);
    * ``shape="random"``: round ``r`` is a complete depth-``d`` tree with data-independent random
      splits (:func:`dpjax.trees.grow.random_splits`) and its leaves are the cells (no budget on
      splits, all on leaves).
@@ -32,9 +33,10 @@ Maddock et al. 2022, for the ingredients):
 Budget: ``ε_0 = prior_share·ε`` for the prior and ``ε_r`` for each of the ``R`` active rounds.
 With ``δ = 0`` rounds compose sequentially, ``ε_r = (1 − prior_share)·ε/R``. With ``δ > 0``
 every release (pure ``ε_r``-DP, so ``ε_r²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4) is also
-composed in zCDP: ``ε_r`` is the larger of the sequential split and ``sqrt(2ρ_rounds/R)`` with
-``ρ`` the largest zCDP budget that converts to ``(ε, δ)`` (Prop. 1.3); the ledger states both
-views and keeps the smaller total (both hold).
+composed in zCDP: when the zCDP split of ``ρ`` (the largest zCDP budget that converts to
+``(ε, δ)``, Prop. 1.3) gives the rounds more than the sequential split at the schedule's maximum
+number of rounds, every release takes its zCDP share (``ε_r = sqrt(2ρ_rounds/R)``); the ledger
+states both views and keeps the smaller total (both hold).
 
 The number of active rounds ``R`` is a function of public quantities only (:func:`active_rounds`):
 one pass over the features (in a data-independent random order), two at ``ε >= EPOCHS_EPSILON``,
@@ -147,16 +149,21 @@ def round_budgets(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
     maximum."""
     epsilon = jnp.asarray(epsilon, jnp.float32)
     rounds = jnp.asarray(rounds, jnp.float32)
-    prior = epsilon * prior_share
-    per_round = epsilon * (1.0 - prior_share) / rounds
+    decide = rounds if zcdp_rounds is None else jnp.asarray(zcdp_rounds, jnp.float32)
+
+    def sequential(share: float, count: jax.Array) -> jax.Array:
+        return epsilon * share / count
+
+    prior, per_round = sequential(prior_share, 1.0), sequential(1.0 - prior_share, rounds)
     if delta > 0.0:     # one split or the other for every release (a mix would fit neither)
         rho = zcdp_budget(epsilon, delta)
-        zcdp_round = jnp.sqrt(2.0 * (1.0 - prior_share) * rho / rounds)
-        decide = rounds if zcdp_rounds is None else jnp.asarray(zcdp_rounds, jnp.float32)
-        use_zcdp = (jnp.sqrt(2.0 * (1.0 - prior_share) * rho / decide)
-                    > epsilon * (1.0 - prior_share) / decide)
-        prior = jnp.where(use_zcdp, jnp.sqrt(2.0 * prior_share * rho), prior)
-        per_round = jnp.where(use_zcdp, zcdp_round, per_round)
+
+        def zcdp(share: float, count: jax.Array) -> jax.Array:
+            return jnp.sqrt(2.0 * share * rho / count)
+
+        use_zcdp = zcdp(1.0 - prior_share, decide) > sequential(1.0 - prior_share, decide)
+        prior = jnp.where(use_zcdp, zcdp(prior_share, 1.0), prior)
+        per_round = jnp.where(use_zcdp, zcdp(1.0 - prior_share, rounds), per_round)
     return {"prior": round_down(prior), "round": round_down(per_round)}
 
 
@@ -265,7 +272,6 @@ def fit_newton_boosted(
             jax.random.split(structure_key, total), depth, n_codes_per_feature)
     else:   # round r visits feature order[r mod n]: a data-independent random order
         order = jax.random.permutation(structure_key, n_features)
-        feature = threshold = jnp.zeros((total, 1), jnp.int32)
 
     def round_r(score: jax.Array, r: jax.Array):
         if shape == "cyclic":
