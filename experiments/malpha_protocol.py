@@ -8,9 +8,11 @@ attributes quantised into ``v_q = 10`` equal-width bins over the full file's ran
 domain, §2.1), 10-fold stratified cross-validation (the same folds for every method), clamp
 ``M = 10``, ``ζ = 1e-4``. Grid: ``T ∈ {2, 5, 10, 20}``, ``d ∈ {1..6}``, ``α ∈ {0.1, 1, O.C}``,
 ``ε ∈ {0.01, 0.1, 1, 10, 25}``, ``β_tree ∈ {0.1, 0.5, 0.9}`` and the non-private runs; RF-L and
-RF-E have 21 trees of depth ``{2, 4, 6}`` (§6.5). The library defaults are used for everything
-else: ``leaf_mechanism="value"`` with ``beta_mode="fold"`` (the spec's sound default), private
-per-level O.C (``β_oc = 0.1``) under DP and exact O.C without, sequential per-leaf budgets.
+RF-E have 21 trees of depth ``{2, 4, 6}`` (§6.5). :func:`dpjax.ensembles.fit_boosted`'s defaults
+(the paper's mode) are used for everything else: ``leaf_mechanism="value"`` with
+``beta_mode="fold"`` (the spec's sound version of the paper's leaves), private per-level O.C
+(``β_oc = 0.1``) under DP and exact O.C without, sequential per-leaf budgets, the paper's split
+budget (18).
 
 Efficiency: for each domain, fold and depth ``d``, the 180 private settings ε × α × β_tree × T
 of a leaf mechanism are one vmapped, jit-compiled program (``fit_boosted`` with 20 trees and
@@ -53,8 +55,8 @@ BETA_TREES = (0.1, 0.5, 0.9)
 RF_DEPTHS = (2, 4, 6)
 RF_TREES = 21
 RF_METHODS = ("rf_laplace", "rf_exponential")
-# "boosted": the Mα learner's default (value leaves, β_t folded in); "boosted_counts": the spec's
-# sound counts mechanism with β_t by post-processing (§4.4-§4.5), a departure from the paper
+# "boosted": the paper's mode (value leaves, β_t folded in); "boosted_counts": the spec's sound
+# counts mechanism with β_t by post-processing (§4.4-§4.5), a departure from the paper
 VARIANTS = {"boosted": {}, "boosted_counts": {"leaf_mechanism": "counts", "beta_mode": "post"}}
 # the boosted programs of one depth: (private, variant)
 PROGRAMS = ((True, "boosted"), (True, "boosted_counts"), (False, "boosted"))
