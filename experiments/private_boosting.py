@@ -11,10 +11,10 @@ Every method sees the same splits:
 
 * dpjax ``boosted`` with its defaults (pure ``ε``-DP, ``δ = 0``), and the ablation: the same
   with ``δ = 1e-6`` (zCDP split), without shrinkage (``regularisation`` tiny), with a 5x
-  smaller prior share, the random-structure shape, Mα-boost (``malpha``) with counts leaves
-  composed in parallel (its best private mode), Mα-boost with ``T = 20, d = 3, α = O.C``
-  (its defaults otherwise: per-level parallel split budget) against ``rf_laplace``, and
-  ``random_trees``;
+  smaller prior share, the random-structure shape, Mα-boost (``malpha``) with its defaults
+  (counts leaves composed in parallel) and with the paper's value/fold leaves (sequential leaf
+  budgets), Mα-boost with ``T = 20, d = 3, α = O.C`` (its defaults otherwise) against
+  ``rf_laplace``, and ``random_trees``;
 * the peers (extra ``peers``: diffprivlib 0.6.6 needs scikit-learn < 1.6): diffprivlib
   ``RandomForestClassifier(21 trees, depth 5)`` and ``LogisticRegression`` (features scaled to
   ``[0, 1]`` with the public bounds, one-hot categories, ``data_norm = sqrt(columns)``), and
@@ -62,9 +62,10 @@ DPJAX_VARIANTS = {
     "boosted, no shrinkage": ("boosted", {"regularisation": 1e-6}, 0.0),
     "boosted, prior share 0.02": ("boosted", {"prior_share": 0.02}, 0.0),
     "boosted, random trees d=4": ("boosted", {"shape": "random"}, 0.0),
-    "malpha counts/post, parallel leaves": (
-        "malpha", {"leaf_mechanism": "counts", "beta_mode": "post",
-                   "leaf_composition": "parallel"}, 0.0),
+    "malpha": ("malpha", {}, 0.0),
+    "malpha, paper's value/fold leaves": (
+        "malpha", {"leaf_mechanism": "value", "beta_mode": "fold",
+                   "leaf_composition": "sequential"}, 0.0),
     "random_trees": ("random_trees", {}, 0.0),
     "malpha T=20 d=3 O.C": ("malpha", {"n_trees": 20, "depth": 3, "alpha": "oc"}, 0.0),
     "rf_laplace": ("rf_laplace", {}, 0.0),
@@ -261,7 +262,7 @@ def figure(df: pd.DataFrame) -> Any:
     cols = 4
     rows = (len(names) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
-    shown = ["majority", "boosted", "boosted δ=1e-6 (zCDP)", "malpha counts/post, parallel leaves",
+    shown = ["majority", "boosted", "boosted δ=1e-6 (zCDP)", "malpha",
              "random_trees", *PEERS]
     for ax, name in zip(axes.flat, names, strict=False):
         part = means[means["dataset"] == name]

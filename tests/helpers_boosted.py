@@ -40,7 +40,8 @@ SIGN = 2.0 * Y - 1.0
 # Raw features whose public-grid codes are exactly CODES (bin centres of [0, 1]).
 X = (CODES + 0.5) / N_BINS
 BOUNDS = (np.zeros(len(N_CODES)), np.ones(len(N_CODES)))
-FIT = dict(method="malpha", bounds=BOUNDS, n_bins=N_BINS, budget="paper")  # spec eq. (18)
+# the paper's mode: split budgets of eq. (18), value leaves with β_t folded in (spec §4.4)
+FIT = dict(method="malpha", bounds=BOUNDS, n_bins=N_BINS, budget="paper", leaf_mechanism="value")
 BOOSTED = MalphaBoosted()
 
 

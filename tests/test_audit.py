@@ -78,6 +78,8 @@ MODES = [
     ("rf_laplace", dict(n_trees=1, depth=1)),
     ("rf_exponential", dict(n_trees=1, depth=1)),
     ("malpha", dict(n_trees=1, depth=2)),
+    ("malpha", dict(n_trees=1, depth=2, leaf_mechanism="value", beta_mode="fold",
+                     leaf_composition="sequential")),
     ("malpha", dict(n_trees=1, depth=1, alpha=1.0, leaf_mechanism="counts",
                      beta_mode="post", leaf_composition="parallel", beta_tree=0.1)),
     ("malpha", dict(n_trees=2, depth=1, alpha=0.5, leaf_mechanism="value",

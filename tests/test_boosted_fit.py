@@ -212,7 +212,7 @@ def test_model_api_predictions_are_consistent():
 ])
 def test_invalid_hyper_parameters_raise(params, match):
     with pytest.raises(ValueError, match=match):
-        dpjax.fit(X, Y, epsilon=1.0, key=0, **params, **FIT)
+        dpjax.fit(X, Y, epsilon=1.0, key=0, **{**FIT, **params})
 
 
 def test_multiclass_labels_raise():

@@ -86,11 +86,13 @@ def test_leak2_released_values_lie_on_a_public_grid(beta_mode, leaf_mechanism):
     assert all(float(np.max(c.epsilon)) <= eps for c in costs.values())
 
 
-def test_leak2_default_boosted_leaves_audit_within_their_claim():
-    """Before the fix the float Laplace leaf gave an ε lower bound of 9.2 at a claim of 1."""
+def test_leak2_value_leaves_audit_within_their_claim():
+    """Before the fix the float Laplace leaf (then the default ``value``/``fold`` leaves) gave an
+    ε lower bound of 9.2 at a claim of 1."""
     X, y = _toy(10, seed=3)
     report = dpjax.audit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, n=4_000, key=4,
-                         n_trees=1, depth=1)
+                         n_trees=1, depth=1, leaf_mechanism="value", beta_mode="fold",
+                         leaf_composition="sequential")
     assert report.passed, report.summary()
 
 
