@@ -77,8 +77,34 @@ class WeakLearner(NamedTuple):
         hypotheses alone (BCS20 Alg. 2).
     """
 
-    fit: Callable[[jax.Array, jax.Array, Any, jax.Array], Hypothesis]
+    fit: Callable[[jax.Array, Any, Any, jax.Array], Hypothesis]
     predict: Callable[[Hypothesis, Any], jax.Array]
+    discrete: bool = False
+    """``True`` for learners whose votes are exactly ``±1`` (stumps, trees): ``fit`` then gets
+    the measure as :class:`LevelMeasure` (exact counts per level, :func:`level_weights`)
+    instead of a dense float distribution."""
+
+
+class LevelMeasure(NamedTuple):
+    """The normalised measure of the ``"gain"`` update for ``±1`` hypotheses, by level.
+
+    After ``t`` rounds example ``i`` has ``level(i) = #{j <= t : h_j(x_i) = y_i}`` correct
+    votes, and ``μ̂(i) = weight[level(i)]``: examples with equal levels have equal mass
+    (``μ̃(i) = κ·e^{−λ·level(i)}``). A weak learner computes every weighted statistic as
+    ``Σ_c weight[c]·K_c`` from *integer* counts ``K_c`` per level (exact in int32), so the
+    only float rounding is in the ``levels``-term sums (:data:`level_rounding`).
+
+    Attributes:
+      level: int32 ``[n]`` in ``0..levels − 1``.
+      weight: float32 ``[levels]``, ``μ̂`` of one example at each level (``Σ_i μ̂(i) = 1``).
+    """
+
+    level: jax.Array
+    weight: jax.Array
+
+    def dense(self) -> jax.Array:
+        """``μ̂ [n]``."""
+        return self.weight[self.level]
 
 
 def project_dense(log_weights: ArrayLike, kappa: ArrayLike) -> jax.Array:
@@ -149,6 +175,55 @@ def normalise(mu: ArrayLike) -> jax.Array:
     return mu / jnp.sum(mu, axis=-1, keepdims=True)
 
 
+def level_weights(level_counts: ArrayLike, kappa: ArrayLike,
+                  learning_rate: ArrayLike) -> jax.Array:
+    """``μ̂`` of one example at each level (:class:`LevelMeasure`): the exact projection
+    (:func:`project_dense`) of ``μ̃(i) = κ·e^{−λ·level(i)}`` onto ``Γ_κ``, normalised, computed
+    on the ``levels`` distinct values with their counts ``N_c`` (``n = Σ_c N_c``).
+
+    Every ``μ̃ <= κ`` (the ``"gain"`` update), so the projection scales (``c >= 1``) and caps the
+    lowest levels at 1: with ``k`` capped levels, ``μ_c = 1`` for ``c < k`` and
+    ``μ_c = C_k·e^{−λ(c − k)}`` for ``c >= k``, ``C_k = (κn − Σ_{c<k} N_c) / Σ_{c>=k} N_c
+    e^{−λ(c − k)}``; ``k`` is the first with ``C_k·e^{−λ(j − k)} <= 1`` at the first non-empty
+    level ``j >= k`` (spec §2.3, the sorted rule; levels are already sorted). Then
+    ``μ̂_c = μ_c/(κn)``: ``|μ| = κn`` exactly in real arithmetic.
+
+    Floats: the capped mass is an exact integer; the factors ``e^{−λ·j}`` are one table of ``λ``
+    and ``j`` only (the same on neighbouring datasets); each ``C_k`` is a ratio of a rounded
+    difference and a ``levels``-term sum of positive terms. Every ``μ̂_c`` is thus within a
+    relative ``(levels + 8)·2**−24`` of the exact projection of the tabled factors, except the
+    uncapped mass's share of the rounding of ``κn − Σ N_c`` (absolute ``2**−24`` in total).
+
+    Args:
+      level_counts: int ``[levels]``, ``N_c`` (``n = Σ_c N_c >= 1``, below ``2**24``).
+      kappa: density ``κ ∈ (0, 1)``; learning_rate: ``λ > 0`` (both traced allowed).
+
+    Returns:
+      float32 ``[levels]``: ``μ̂`` of one example at each level (at empty levels too).
+    """
+    counts = jnp.asarray(level_counts, jnp.int32)
+    levels = counts.shape[0]
+    n = jnp.sum(counts)
+    target = jnp.asarray(kappa, jnp.float32) * n.astype(jnp.float32)           # κn
+    capped_mass = jnp.cumsum(counts) - counts                                   # Σ_{c<k} N_c
+    room = target - capped_mass.astype(jnp.float32)                             # κn − M_k
+    steps = jnp.arange(levels)
+    # factor[k, c] = e^{−λ(c − k)} for c >= k: one table of λ and c − k
+    table = jnp.exp(-jnp.asarray(learning_rate, jnp.float32) * steps.astype(jnp.float32))
+    offset = steps[None, :] - steps[:, None]
+    factor = jnp.where(offset >= 0, table[jnp.clip(offset, 0, levels - 1)], 0.0)
+    tail = factor @ counts.astype(jnp.float32)                                  # [levels]
+    scale = jnp.where(tail > 0, room / jnp.where(tail > 0, tail, 1.0), jnp.inf)  # C_k
+    # the largest uncapped weight: C_k times the factor of the first non-empty level >= k
+    nonempty = (factor > 0) & (counts[None, :] > 0)
+    first = jnp.argmax(nonempty, axis=1)
+    largest = scale * jnp.take_along_axis(factor, first[:, None], axis=1)[:, 0]
+    fits = (room > 0) & (largest <= 1.0)
+    k = jnp.argmax(fits)
+    mu = jnp.where(steps < k, 1.0, jnp.minimum(scale[k] * factor[k], 1.0))
+    return mu / target
+
+
 def log_unprojected(margins: ArrayLike, n_done: ArrayLike, kappa: ArrayLike,
                     learning_rate: ArrayLike, update: str = "gain") -> jax.Array:
     """``log μ̃_{t+1} = log κ − λ·L`` of the lazy multiplicative update (BCS20 Alg. 4; stumps
@@ -190,7 +265,9 @@ def smooth_boost(
     over ``n_rounds`` rounds. Round ``t = 0, 1, ...``:
 
     ``μ̂_t = normalise(next_measure(σ, t, κ, λ))``, ``h_t = weak_learner.fit(fold_in(key, t),
-    μ̂_t, data, y)``, ``σ ← σ + y·clip(weak_learner.predict(h_t, data), −1, 1)``.
+    μ̂_t, data, y)``, ``σ ← σ + y·clip(weak_learner.predict(h_t, data), −1, 1)``. A
+    ``discrete`` learner (``±1`` votes) gets ``μ̂_t`` as a :class:`LevelMeasure` instead (the
+    same measure: ``σ_i = 2·level(i) − t``), so its statistics can be exact integer counts.
 
     The carry (the margins ``σ``, a cache of what Alg. 4 recomputes from ``H``) is never
     returned. The number of rounds is fixed in advance: no data-dependent stopping (A28).
@@ -220,14 +297,28 @@ def smooth_boost(
     if y.ndim != 1:
         raise ValueError(f"y must have shape [n], got {y.shape}")
 
+    if weak_learner.discrete and update != "gain":
+        raise ValueError("a discrete (±1) weak learner is boosted with update='gain' only")
+
     def round_t(margins: jax.Array, t: jax.Array) -> tuple[jax.Array, Hypothesis]:
         distribution = normalise(next_measure(margins, t, kappa, learning_rate, update))
         hypothesis = weak_learner.fit(jax.random.fold_in(key, t), distribution, data, y)
         votes = jnp.clip(weak_learner.predict(hypothesis, data), -1.0, 1.0)
         return margins + y * votes, hypothesis
 
-    _, hypotheses = jax.lax.scan(round_t, jnp.zeros(y.shape, jnp.float32),
-                                 jnp.arange(n_rounds))
+    def round_levels(level: jax.Array, t: jax.Array) -> tuple[jax.Array, Hypothesis]:
+        counts = jnp.zeros(n_rounds + 1, jnp.int32).at[level].add(1)
+        measure = LevelMeasure(level, level_weights(counts, kappa, learning_rate))
+        hypothesis = weak_learner.fit(jax.random.fold_in(key, t), measure, data, y)
+        correct = weak_learner.predict(hypothesis, data) == y
+        return level + correct.astype(jnp.int32), hypothesis
+
+    if weak_learner.discrete:
+        _, hypotheses = jax.lax.scan(round_levels, jnp.zeros(y.shape, jnp.int32),
+                                     jnp.arange(n_rounds))
+    else:
+        _, hypotheses = jax.lax.scan(round_t, jnp.zeros(y.shape, jnp.float32),
+                                     jnp.arange(n_rounds))
     return hypotheses
 
 
@@ -275,6 +366,6 @@ def smooth_boost_predict(hypotheses: Hypothesis, weak_learner: WeakLearner, data
     return majority_vote(round_votes(hypotheses, weak_learner.predict, data), key)
 
 
-__all__ = ["UPDATES", "WeakLearner", "log_unprojected", "majority_vote", "next_measure",
-           "normalise", "project_dense", "round_votes", "smooth_boost",
-           "smooth_boost_decision", "smooth_boost_predict"]
+__all__ = ["UPDATES", "LevelMeasure", "WeakLearner", "level_weights", "log_unprojected",
+           "majority_vote", "next_measure", "normalise", "project_dense", "round_votes",
+           "smooth_boost", "smooth_boost_decision", "smooth_boost_predict"]
