@@ -74,6 +74,9 @@ CONFIGS = [
                 beta_mode="paper_fast"), private=False),
     Config("malpha", "exact O.C (paper; not private)",
            dict(n_trees=1, depth=2, oc_alpha="exact"), private=False),
+    Config("smooth_boost", "DP-1R stumps, 2 rounds", dict(n_rounds=2, min_signal=1e-3)),
+    Config("smooth_boost", "DP-1R stumps, 1 round, κ=0.9",
+           dict(n_rounds=1, kappa=0.9, min_signal=1e-3)),
 ]
 
 

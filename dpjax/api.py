@@ -57,7 +57,8 @@ def fit(
       method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
         ``"boosted"`` (private Newton boosting, binary labels: the accurate default booster),
         ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
-        ``"rf_exponential"`` (their RF-L / RF-E baselines); or a learner config such as
+        ``"rf_exponential"`` (their RF-L / RF-E baselines), ``"smooth_boost"`` (LazyBregBoost
+        with DP-1R stumps, binary labels); or a learner config such as
         ``dpjax.learners.Boosted(shape="random")`` (``params`` then override its fields).
       epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
         without privacy and must be asked for explicitly.
@@ -90,7 +91,8 @@ def fit(
         ``learning_rate``, ``regularisation``, ``prior_share``, see
         :func:`dpjax.ensembles.newton.fit_newton_boosted`; malpha: ``n_trees``, ``depth``,
         ``alpha`` (``"oc"`` or in (0, 1]), ``beta_tree``, ``budget``, ``leaf_mechanism``, ...
-        see :func:`dpjax.ensembles.fit_boosted`).
+        see :func:`dpjax.ensembles.fit_boosted`; smooth_boost: ``n_rounds``, ``kappa``,
+        ``learning_rate``, ``min_signal``, see :class:`dpjax.learners.SmoothBoost`).
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
@@ -128,8 +130,8 @@ def sweep(
 ) -> Sweep:
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
     as sequences (boosted: ``learning_rate``, ``regularisation``; malpha: ``alpha``,
-    ``beta_tree``) with every seed, as **one** jit-compiled,
-    vmapped call.
+    ``beta_tree``; smooth_boost: ``kappa``, ``learning_rate``, ``min_signal``) with every
+    seed, as **one** jit-compiled, vmapped call.
 
     Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
     is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).

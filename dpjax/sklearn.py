@@ -30,7 +30,15 @@ except ImportError as error:  # pragma: no cover - exercised only without scikit
 from dpjax.api import Model, fit
 from dpjax.ensembles import boosted_decision
 from dpjax.ensembles.newton import newton_decision
-from dpjax.learners import Boosted, Learner, MalphaBoosted, RandomTrees, RFExponential, RFLaplace
+from dpjax.learners import (
+    Boosted,
+    Learner,
+    MalphaBoosted,
+    RandomTrees,
+    RFExponential,
+    RFLaplace,
+    SmoothBoost,
+)
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -229,3 +237,42 @@ class DPMalphaBoostedClassifier(_DPClassifier):
         """The boosted score ``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes_[1]``)."""
         check_is_fitted(self, "model_")
         return np.asarray(boosted_decision(self.model_.params, self.model_.encode(X)))
+
+class DPSmoothBoostClassifier(_DPClassifier):
+    """Private smooth boosting (LazyBregBoost with DP-1R stumps, binary labels).
+
+    Parameters are those of :func:`dpjax.fit` with ``method="smooth_boost"`` (see
+    :class:`dpjax.learners.SmoothBoost`). ``decision_function`` gives the mean vote in
+    ``[−1, 1]`` (positive: ``classes_[1]``).
+    """
+
+    _CONFIG = SmoothBoost
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        *,
+        weak_learner: str = SmoothBoost.weak_learner,
+        n_rounds: int = SmoothBoost.n_rounds,
+        kappa: float = SmoothBoost.kappa,
+        learning_rate: float = SmoothBoost.learning_rate,
+        min_signal: float = SmoothBoost.min_signal,
+        size_share: float = SmoothBoost.size_share,
+        bounds: Any = None,
+        classes: Sequence[Any] | None = None,
+        n_bins: int = 10,
+        missing: str | Sequence[str] = "error",
+        on_out_of_bounds: str = "clip",
+        neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
+        random_state: int | None = None,
+    ) -> None:
+        _store_params(self, locals())
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The mean vote ``(1/T)·Σ_t h_t(x)`` (positive: ``classes_[1]``)."""
+        check_is_fitted(self, "model_")
+        proba = self.model_.learner.proba(self.model_.params, self.model_.encode(X))
+        return np.asarray(proba[:, 1] - proba[:, 0])
+

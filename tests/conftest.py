@@ -32,6 +32,12 @@ Z = 5.0
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
+def small(method: str) -> dict[str, int]:
+    """Small, fast sizes of ``method`` for the tests that run every learner: two trees of depth
+    two, or three rounds for the smooth booster (which has no trees)."""
+    return {"n_rounds": 3} if method == "smooth_boost" else {"n_trees": 2, "depth": 2}
+
+
 def binomial_tolerance(p: np.ndarray | float, n: int, z: float = Z) -> np.ndarray:
     """``z`` standard errors of a frequency with success probability ``p`` over ``n`` draws."""
     p = np.asarray(p, float)

@@ -84,6 +84,7 @@ MODES = [
                      beta_mode="post", leaf_composition="parallel", beta_tree=0.1)),
     ("malpha", dict(n_trees=2, depth=1, alpha=0.5, leaf_mechanism="value",
                      beta_mode="laplace")),
+    ("smooth_boost", dict(n_rounds=2, min_signal=1e-3)),
 ]
 
 

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import small
 
 import dpjax
 from dpjax.data import OutOfBoundsWarning
@@ -153,7 +154,7 @@ def test_documented_behaviours_one_row_and_one_class(data, method):
     X, y = data
     for X_fit, y_fit in ((X.iloc[:1], y[:1]), (X, np.ones(40, int))):
         model = dpjax.fit(X_fit, y_fit, method=method, epsilon=1.0, bounds=BOUNDS, key=0,
-                          **SMALL)
+                          **small(method))
         assert model.privacy.private and model.predict(X).shape == (40,)
 
 

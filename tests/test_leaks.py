@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import small
 
 import dpjax
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning
@@ -133,7 +134,7 @@ def test_leak4_a_single_class_dataset_fits(method):
     """Removing the only positive used to raise 'single class' while the neighbour fitted."""
     X, _ = _toy(30)
     model = dpjax.fit(X, np.zeros(30, int), method=method, epsilon=1.0, bounds=BOUNDS, key=0,
-                      n_trees=2, depth=2)
+                      **small(method))
     assert model.classes == (0, 1) and model.privacy.private
     assert model.predict_proba(X).shape == (30, 2)
 

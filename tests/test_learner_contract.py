@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import small
 
 import dpjax
 from dpjax.learners import (
@@ -32,7 +33,6 @@ RNG = np.random.default_rng(7)
 X = RNG.normal(size=(120, 3))
 Y = (X[:, 0] + 0.3 * RNG.normal(size=120) > 0).astype(int)
 BOUNDS = ([-4.0] * 3, [4.0] * 3)
-SMALL = {"n_trees": 2, "depth": 2}
 
 # --- a toy learner: the whole of what a new learner needs -------------------------------
 
@@ -153,6 +153,9 @@ MODES = [
     ("malpha", {"leaf_mechanism": "counts", "beta_mode": "laplace"}),
     ("malpha", {"leaf_mechanism": "counts", "beta_mode": "post",
                  "leaf_composition": "parallel"}),
+    ("smooth_boost", {"min_signal": 2.0}),  # three rounds on 120 rows (one by default)
+    ("smooth_boost", {"kappa": 0.2, "learning_rate": 1.0, "size_share": 0.2,
+                      "min_signal": 1.0}),
 ]
 
 
@@ -163,7 +166,7 @@ MODES = [
 def test_every_private_mode_stays_within_budget_and_is_keyed(method, params, neighbouring):
     assert {m for m, _ in MODES} == set(LEARNERS)
     fit = dict(method=method, epsilon=0.7, bounds=BOUNDS, neighbouring=neighbouring,
-               **SMALL, **params)
+               **small(method), **params)
     first = dpjax.fit(X, Y, key=3, **fit)
     second = dpjax.fit(X, Y, key=3, **fit)
     other = dpjax.fit(X, Y, key=4, **fit)

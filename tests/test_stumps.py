@@ -9,8 +9,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
+import dpjax
 from dpjax.auditing import audit_release
 from dpjax.ensembles.smooth_boost import (
     LevelMeasure,
@@ -34,7 +36,8 @@ def test_stump_errors_reproduce_the_spec_worked_example():
     """§3.3: rows (1,0), (1,1), (0,1), (0,0), y = (+,+,−,−), μ̂ = (0.4, 0.3, 0.2, 0.1); errors
     of [+x₁, +x₂, −x₁, −x₂, +1, −1] are [0, 0.6, 1, 0.4, 0.3, 0.7] (x_j = 1[code_j = 1])."""
     codes = jnp.array([[1, 0], [1, 1], [0, 1], [0, 0]], jnp.uint8)
-    measure = LevelMeasure(jnp.arange(4), jnp.array([0.4, 0.3, 0.2, 0.1]))
+    measure = LevelMeasure(jnp.arange(4), jnp.array([0.4, 0.3, 0.2, 0.1]),
+                           jnp.ones(4, jnp.int32))
     errors = np.asarray(stump_errors(codes, jnp.array([1, 1, -1, -1]), measure, 2))
     # layout: +x_{f,b} for (f, b) row-major, then −x_{f,b}, then +1, −1
     plus, minus, const = errors[:4].reshape(2, 2), errors[4:8].reshape(2, 2), errors[8:]
@@ -79,7 +82,8 @@ def test_replacing_one_row_moves_every_error_by_at_most_the_sensitivity(seed):
         votes = np.stack([p * np.where(codes[:, f] == b, 1, -1) for f, b, p in history])
         level = (votes == y).sum(0)
         counts = np.bincount(level, minlength=rounds + 1)
-        measure = LevelMeasure(jnp.asarray(level), level_weights(counts, kappa, rate))
+        measure = LevelMeasure(jnp.asarray(level), level_weights(counts, kappa, rate),
+                               jnp.ones(n, jnp.int32))
         return np.asarray(stump_errors(jnp.asarray(codes), jnp.asarray(y), measure, n_codes))
 
     bound = float(stump_sensitivity(n, kappa, rounds + 1))
@@ -106,7 +110,7 @@ def test_boosted_stumps_learn_a_planted_rule_at_large_epsilon():
     y = np.where((codes[:, 0] >= 5) ^ (rng.uniform(size=2000) < 0.1), 1, -1)
     accuracy = {}
     for epsilon in (1e-3, 10.0):
-        learner = dp_stump_learner(np.full(5, 10), epsilon / 21, 0.3)
+        learner = dp_stump_learner(np.full(5, 10), epsilon / 21, 0.3, 2000)
         stumps = jax.jit(lambda key, learner=learner: smooth_boost(
             key, jnp.asarray(codes), jnp.asarray(y), learner, 21, 0.3, 0.5))(jax.random.key(1))
         predicted = smooth_boost_predict(stumps, learner, jnp.asarray(codes))
@@ -134,7 +138,7 @@ def test_boosted_stumps_audit_within_their_claim(epsilon):
     codes = jnp.array([[0, 1], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], jnp.uint8)
     y = jnp.array([1, -1, -1, 1, -1, 1])
     neighbour = (codes.at[-1].set(jnp.array([1, 0], jnp.uint8)), y.at[-1].set(-1))
-    learner = dp_stump_learner(np.array([2, 2]), epsilon / 2, 0.5)
+    learner = dp_stump_learner(np.array([2, 2]), epsilon / 2, 0.5, 6)
 
     def release(key, data):
         stumps = smooth_boost(key, data[0], data[1], learner, 2, 0.5, 1.0)
@@ -143,3 +147,70 @@ def test_boosted_stumps_audit_within_their_claim(epsilon):
     report = audit_release(release, (codes, y), neighbour, epsilon=epsilon, n=20_000, key=3,
                            name="smooth-boosted stumps")
     assert report.passed, report.summary()
+
+
+# --------------------------------------------------------------------------------------------
+# method="smooth_boost" and its scikit-learn estimator
+# --------------------------------------------------------------------------------------------
+
+
+def _one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray, dict]:
+    """Three features in [0, 1] (public bounds, 10 bins); y = 1 iff a is in the first bin,
+    with 5% label noise: a one-hot 1-rule is the Bayes classifier (accuracy 0.95)."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.uniform(0.0, 1.0, (m, 3)), columns=["a", "b", "c"])
+    X.loc[: m // 2, "a"] *= 0.1            # half the rows in a's first bin
+    y = ((X["a"] < 0.1) ^ (rng.uniform(size=m) < 0.05)).astype(np.int64).to_numpy()
+    return X, y, {name: (0.0, 1.0) for name in X.columns}
+
+
+@pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
+def test_smooth_boost_fit_ledger_and_accuracy(neighbouring):
+    """``dpjax.fit(method="smooth_boost")``: the ledger spends within ``[ε(1 − 2e-3), ε]`` (the
+    noisy row count only under add/remove), the rounds follow the public schedule (later
+    rounds abstain and spend nothing), and the model finds the planted 1-rule."""
+    X, y, bounds = _one_bin_rule()
+    model = dpjax.fit(X.iloc[:400], y[:400], method="smooth_boost", epsilon=2.0, bounds=bounds,
+                      key=0, neighbouring=neighbouring)
+    ledger = model.privacy
+    assert ledger.private and 2.0 * (1 - 2e-3) <= ledger.epsilon <= 2.0
+    whats = [entry.what for entry in ledger.entries]
+    assert ("row count" in whats) == (neighbouring == "add_remove")
+    size = 400 if neighbouring == "replace_one" else None
+    live = np.asarray(model.params.polarity) != 0
+    if size is not None:   # R = ⌊ε·κ·n/(4·50)⌋ = ⌊2·0.35·400/200⌋ = 1
+        assert live.sum() == 1
+    assert np.all(np.asarray(model.params.constant)[~live])
+    accuracy = (np.asarray(model.predict(X.iloc[400:])) == y[400:]).mean()
+    assert accuracy >= 0.85
+
+
+def test_smooth_boost_sweep_is_one_program_over_epsilon_and_kappa():
+    X, y, bounds = _one_bin_rule()
+    sweep = dpjax.sweep(X, y, method="smooth_boost", epsilon=[0.5, 4.0], kappa=[0.2, 0.5],
+                        seeds=2, bounds=bounds)
+    assert len(sweep.configs) == 4 and sweep.params.polarity.shape == (4, 2, 15)
+    for point, ledger in zip(sweep.grid, sweep.ledgers, strict=True):
+        assert ledger.private
+        assert point["epsilon"] * (1 - 2e-3) <= ledger.epsilon <= point["epsilon"]
+    assert sweep.model(3, 1).predict(X).shape == (600,)
+
+
+def test_smooth_boost_estimator_params_clone_and_fit():
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    from dpjax.sklearn import DPSmoothBoostClassifier
+
+    X, y, bounds = _one_bin_rule()
+    clf = DPSmoothBoostClassifier(epsilon=4.0, bounds=bounds, random_state=0)
+    params = clf.get_params()
+    assert params["kappa"] == 0.35 and params["n_rounds"] == 15
+    assert clone(clf).get_params() == params
+    clf.fit(X.iloc[:400], y[:400])
+    proba = clf.predict_proba(X.iloc[400:])
+    np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-6)
+    decision = clf.decision_function(X.iloc[400:])
+    assert np.all(np.abs(decision) <= 1.0)
+    assert 4.0 * (1 - 2e-3) <= clf.privacy_.epsilon <= 4.0
+    assert np.all(cross_val_score(clf, X, y, cv=3) >= 0.85)

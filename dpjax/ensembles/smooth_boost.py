@@ -97,10 +97,13 @@ class LevelMeasure(NamedTuple):
     Attributes:
       level: int32 ``[n]`` in ``0..levels − 1``.
       weight: float32 ``[levels]``, ``μ̂`` of one example at each level (``Σ_i μ̂(i) = 1``).
+      multiplicity: int32 ``[n]``, how many examples each row stands for (1; 0 for a row left
+        out of the sample; more for a padding row, :func:`smooth_boost`).
     """
 
     level: jax.Array
     weight: jax.Array
+    multiplicity: jax.Array
 
     def dense(self) -> jax.Array:
         """``μ̂ [n]``."""
@@ -260,6 +263,7 @@ def smooth_boost(
     learning_rate: ArrayLike,
     *,
     update: str = "gain",
+    multiplicity: ArrayLike | None = None,
 ) -> Hypothesis:
     """LazyBregBoost (BCS20 Alg. 1, 2 and 4; spec §2.5; stumps spec §2.2) as one ``lax.scan``
     over ``n_rounds`` rounds. Round ``t = 0, 1, ...``:
@@ -283,6 +287,9 @@ def smooth_boost(
       n_rounds: number of rounds ``T`` (static).
       kappa: density ``κ ∈ (0, 1)`` (traced allowed); learning_rate: ``λ > 0`` (traced).
       update: ``"gain"`` (BCS20, default) or ``"margin"`` (Asadi et al.); module docstring.
+      multiplicity: int ``[n]`` examples per row (default 1 each; discrete learners only): the
+        sample is ``n = Σ multiplicity`` examples, a row with multiplicity ``k`` being ``k``
+        identical examples (a fixed-size sample drawn or padded from the data).
 
     Returns:
       The hypotheses: ``weak_learner.fit``'s pytree with a leading axis ``[n_rounds]``.
@@ -299,6 +306,10 @@ def smooth_boost(
 
     if weak_learner.discrete and update != "gain":
         raise ValueError("a discrete (±1) weak learner is boosted with update='gain' only")
+    if multiplicity is not None and not weak_learner.discrete:
+        raise ValueError("multiplicity needs a discrete (±1) weak learner")
+    multiplicity = (jnp.ones(y.shape, jnp.int32) if multiplicity is None
+                    else jnp.asarray(multiplicity, jnp.int32))
 
     def round_t(margins: jax.Array, t: jax.Array) -> tuple[jax.Array, Hypothesis]:
         distribution = normalise(next_measure(margins, t, kappa, learning_rate, update))
@@ -307,8 +318,9 @@ def smooth_boost(
         return margins + y * votes, hypothesis
 
     def round_levels(level: jax.Array, t: jax.Array) -> tuple[jax.Array, Hypothesis]:
-        counts = jnp.zeros(n_rounds + 1, jnp.int32).at[level].add(1)
-        measure = LevelMeasure(level, level_weights(counts, kappa, learning_rate))
+        counts = jnp.zeros(n_rounds + 1, jnp.int32).at[level].add(multiplicity)
+        measure = LevelMeasure(level, level_weights(counts, kappa, learning_rate),
+                               multiplicity)
         hypothesis = weak_learner.fit(jax.random.fold_in(key, t), measure, data, y)
         correct = weak_learner.predict(hypothesis, data) == y
         return level + correct.astype(jnp.int32), hypothesis
@@ -320,6 +332,28 @@ def smooth_boost(
         _, hypotheses = jax.lax.scan(round_t, jnp.zeros(y.shape, jnp.float32),
                                      jnp.arange(n_rounds))
     return hypotheses
+
+
+def sample_to_size(key: jax.Array, n_rows: int, size: ArrayLike) -> jax.Array:
+    """Multiplicities ``int32 [n_rows + 2]`` that make the data a sample of exactly ``size``
+    examples (a public integer ``ñ >= 1``: declared, or released as a noisy count): a uniformly
+    random subset of ``min(ñ, n)`` of the ``n_rows`` rows (multiplicity 1, the others 0), then
+    two padding rows (a fixed public record with label ``+1``, and one with ``−1``) standing
+    for ``⌈k/2⌉`` and ``⌊k/2⌋`` examples, ``k = max(ñ − n, 0)``.
+
+    Why (the analysis of LazyBregBoost is for replace-one neighbours with ``n`` public,
+    BCS20 §1): for add/remove neighbours ``D`` and ``D' = D ∪ {z}`` and the same ``ñ``, the two
+    samples can be coupled so that every pair differs by at most one replaced example (a
+    ``ñ``-subset of ``D'`` either misses ``z`` — a uniform ``ñ``-subset of ``D`` — or holds ``z``
+    and a uniform ``(ñ−1)``-subset of ``D``, which is one replacement away from a uniform
+    ``ñ``-subset; with padding, ``z`` takes the place of one padding example). An ``ε``-DP
+    mechanism for replace-one neighbours on samples of size ``ñ`` is thus ``ε``-DP for
+    add/remove neighbours on the data."""
+    size = jnp.asarray(size, jnp.float32)
+    rank = jax.random.permutation(key, n_rows)
+    kept = (rank.astype(jnp.float32) < size).astype(jnp.int32)
+    padding = jnp.maximum(size - n_rows, 0.0).astype(jnp.int32)
+    return jnp.concatenate([kept, jnp.stack([padding - padding // 2, padding // 2])])
 
 
 def round_votes(hypotheses: Hypothesis, predict: Callable[[Hypothesis, Any], jax.Array],
@@ -368,4 +402,4 @@ def smooth_boost_predict(hypotheses: Hypothesis, weak_learner: WeakLearner, data
 
 __all__ = ["UPDATES", "LevelMeasure", "WeakLearner", "level_weights", "log_unprojected",
            "majority_vote", "next_measure", "normalise", "project_dense", "round_votes",
-           "smooth_boost", "smooth_boost_decision", "smooth_boost_predict"]
+           "sample_to_size", "smooth_boost", "smooth_boost_decision", "smooth_boost_predict"]

@@ -75,6 +75,7 @@ def stump_errors(codes: jax.Array, y: jax.Array, measure: LevelMeasure,
     """
     levels = measure.weight.shape[0]
     label = jnp.stack([y < 0, y > 0], axis=-1).astype(jnp.int32)          # [n, 2] (neg, pos)
+    label = label * measure.multiplicity[:, None]
     hist = node_histogram(codes, measure.level, label, levels, n_codes)   # [L, d, K, 2]
     per_level = hist[:, 0].sum(axis=1)                                    # [L, 2]
     neg, pos = per_level[:, 0], per_level[:, 1]
@@ -86,11 +87,13 @@ def stump_errors(codes: jax.Array, y: jax.Array, measure: LevelMeasure,
 
 
 def dp_stump(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Array, *,
-             n_codes_per_feature: np.ndarray, epsilon: ArrayLike,
-             kappa: ArrayLike) -> Stump:
+             n_codes_per_feature: np.ndarray, epsilon: ArrayLike | None, kappa: ArrayLike,
+             size: ArrayLike) -> Stump:
     """DP-1R (Algorithm 3): permute-and-flip over the 1-rules on the utility ``−err``
-    (:func:`stump_errors`) with sensitivity :func:`stump_sensitivity` and budget ``epsilon``
-    (one round's ``ε_b``); codes a feature does not have are never picked."""
+    (:func:`stump_errors`) with sensitivity :func:`stump_sensitivity` at the public sample size
+    ``size`` (``n = Σ multiplicity``) and budget ``epsilon`` (one round's ``ε_b``); codes a
+    feature does not have are never picked. ``epsilon=None``: the best 1-rule (not private;
+    the first of the ties), at zero cost."""
     n_codes_per_feature = np.asarray(n_codes_per_feature)
     n_features, n_codes = len(n_codes_per_feature), int(n_codes_per_feature.max())
     levels = measure.weight.shape[0]
@@ -98,8 +101,13 @@ def dp_stump(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Arr
     valid = valid_thresholds(n_codes_per_feature + 1, n_codes).reshape(-1)   # b < n_codes_f
     valid = jnp.concatenate([valid, valid, jnp.ones(2, bool)])
     utility = jnp.where(valid, -errors, -jnp.inf)
-    sensitivity = stump_sensitivity(codes.shape[0], kappa, levels)
-    index, cost = permute_and_flip(key, utility, sensitivity, epsilon, label="2/(κn), 1-rules")
+    if epsilon is None:
+        index = jnp.argmax(utility).astype(jnp.int32)
+        cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "none (not private)")
+    else:
+        sensitivity = stump_sensitivity(size, kappa, levels)
+        index, cost = permute_and_flip(key, utility, sensitivity, epsilon,
+                                       label="2/(κn), 1-rules")
     literals = n_features * n_codes
     constant = index >= 2 * literals
     literal = index % literals
@@ -117,12 +125,13 @@ def stump_predict(stump: Stump, codes: jax.Array) -> jax.Array:
     return stump.polarity * jnp.where(stump.constant, 1, literal)
 
 
-def dp_stump_learner(n_codes_per_feature: np.ndarray, epsilon: ArrayLike,
-                     kappa: ArrayLike) -> WeakLearner:
+def dp_stump_learner(n_codes_per_feature: np.ndarray, epsilon: ArrayLike | None,
+                     kappa: ArrayLike, size: ArrayLike) -> WeakLearner:
     """DP-1R as a discrete :class:`~dpjax.ensembles.smooth_boost.WeakLearner` with per-round
-    budget ``epsilon`` (``ε_b``) and the booster's density ``kappa``."""
+    budget ``epsilon`` (``ε_b``; ``None``: not private), the booster's density ``kappa`` and the
+    public sample size ``size``."""
     def fit(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Array) -> Stump:
         return dp_stump(key, measure, codes, y, n_codes_per_feature=n_codes_per_feature,
-                        epsilon=epsilon, kappa=kappa)
+                        epsilon=epsilon, kappa=kappa, size=size)
 
     return WeakLearner(fit, stump_predict, discrete=True)
