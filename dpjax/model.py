@@ -98,9 +98,11 @@ class Model(_Configured):
 
     def summary(self) -> str:
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
+        described = self.config.describe(self.params, self.spec, self.classes)
         return (f"dpjax {self.method} model ({hyper})\n"
                 f"  {self.spec.n_features} features, classes {list(self.classes)}\n"
                 f"  fit: compile {self.timings.compile_s:.3f}s, run {self.timings.run_s:.3f}s\n"
+                + "".join(f"  {line}\n" for line in (described or "").splitlines())
                 + "\n".join("  " + line for line in str(self.privacy).splitlines()))
 
     def __repr__(self) -> str:

@@ -214,3 +214,23 @@ def test_smooth_boost_estimator_params_clone_and_fit():
     assert np.all(np.abs(decision) <= 1.0)
     assert 4.0 * (1 - 2e-3) <= clf.privacy_.epsilon <= 4.0
     assert np.all(cross_val_score(clf, X, y, cv=3) >= 0.85)
+
+
+def test_smooth_boost_summary_prints_the_vote_and_the_features_used():
+    """Asadi et al.'s interpretability output: one line per distinct 1-rule with its votes,
+    read in the public binning, and the number of distinct features."""
+    X, y, bounds = _one_bin_rule()
+    model = dpjax.fit(X, y, method="smooth_boost", epsilon=8.0, bounds=bounds, key=0,
+                      neighbouring="replace_one")
+    text = model.summary()
+    live = int((np.asarray(model.params.polarity) != 0).sum())
+    assert f"majority vote of {live} rules" in text
+    counts = [int(line.rsplit("(x", 1)[1].rstrip(")")) for line in text.splitlines()
+              if "(x" in line]
+    assert sum(counts) == live
+    assert "a in [0, 0.1) -> 1, else -> 0" in text
+    features = {int(f) for f, c, p in zip(np.asarray(model.params.feature),
+                                          np.asarray(model.params.constant),
+                                          np.asarray(model.params.polarity), strict=True)
+                if p != 0 and not c}
+    assert f"{len(features)} distinct features" in text

@@ -125,6 +125,11 @@ class Learner:
         """Class indices ``[m]`` (default: the argmax of :meth:`proba`, ties to the lower)."""
         return self.proba(params, codes).argmax(-1).astype(np.int32)
 
+    def describe(self, params: Any, spec: Any, classes: tuple) -> str | None:
+        """A readable account of the fitted model for :meth:`dpjax.Model.summary` (``spec``:
+        the public :class:`~dpjax.data.FeatureSpec`), or ``None``."""
+        return None
+
     @property
     def needs_predict_key(self) -> bool:
         """Whether :meth:`predict` draws at random (then it needs a key)."""

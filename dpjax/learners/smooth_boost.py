@@ -38,7 +38,7 @@ from dpjax.learners.base import (
 )
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.rounding import round_down
-from dpjax.trees.stumps import Stump, dp_stump_learner, stump_predict
+from dpjax.trees.stumps import Stump, describe_stumps, dp_stump_learner, stump_predict
 
 WEAK_LEARNERS = ("stump",)
 
@@ -134,6 +134,10 @@ class SmoothBoost(Learner):
         """The majority vote; ties to the earliest round's vote (no fixed class)."""
         votes = round_votes(params, stump_predict, codes)
         return ((majority_vote(votes) + 1) // 2).astype(np.int32)
+
+    def describe(self, params: Stump, spec: Any, classes: tuple) -> str:
+        """The vote of the released 1-rules (:func:`~dpjax.trees.stumps.describe_stumps`)."""
+        return describe_stumps(params, spec, classes)
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes, per-row levels and the per-level histograms of the rounds."""

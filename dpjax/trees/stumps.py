@@ -21,6 +21,7 @@ per round (McKenna & Sheldon; the exponential mechanism's guarantee, Thm 4.1 wit
 
 from __future__ import annotations
 
+import collections
 from typing import NamedTuple
 
 import jax
@@ -28,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from dpjax.data.binning import FeatureSpec
 from dpjax.ensembles.smooth_boost import LevelMeasure, WeakLearner
 from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exponential import permute_and_flip
@@ -135,3 +137,40 @@ def dp_stump_learner(n_codes_per_feature: np.ndarray, epsilon: ArrayLike | None,
                         epsilon=epsilon, kappa=kappa, size=size)
 
     return WeakLearner(fit, stump_predict, discrete=True)
+
+
+def code_label(spec: FeatureSpec, feature: int, code: int) -> str:
+    """``"name in [lo, hi)"``, ``"name = category"``, ``"name is other"`` or ``"name is
+    missing"`` for code ``code`` of ``feature`` (the public binning of ``spec``)."""
+    name = spec.names[feature]
+    if code >= spec.n_values[feature]:
+        return f"{name} is missing"
+    categories = spec.categories[feature]
+    if categories is not None:
+        return f"{name} = {categories[code]}" if code < len(categories) else f"{name} is other"
+    edges = np.concatenate([[spec.lower[feature]], spec.bin_edges(feature),
+                            [spec.upper[feature]]])
+    close = "]" if code == len(edges) - 2 else ")"
+    return f"{name} in [{edges[code]:.4g}, {edges[code + 1]:.4g}{close}"
+
+
+def describe_stumps(stumps: Stump, spec: FeatureSpec, classes: tuple) -> str:
+    """The boosted 1-rules as a readable vote: one line per distinct rule with its number of
+    votes (``"age in [17, 24.3) -> 1 (×3)"``, ``"otherwise"`` for the negated literal's other
+    side), the abstaining rounds left out, and the number of distinct features used
+    (Asadi et al.'s sparsity, Table 4)."""
+    votes: collections.Counter[str] = collections.Counter()
+    features = set()
+    for f, b, polarity, constant in zip(*(np.asarray(a).tolist() for a in stumps[:4]),
+                                        strict=True):
+        if polarity == 0:
+            continue
+        yes, no = (classes[1], classes[0]) if polarity > 0 else (classes[0], classes[1])
+        if constant:
+            votes[f"always -> {yes}"] += 1
+        else:
+            features.add(f)
+            votes[f"{code_label(spec, f, b)} -> {yes}, else -> {no}"] += 1
+    lines = [f"  {rule}  (x{count})" for rule, count in votes.most_common()]
+    return "\n".join([f"majority vote of {sum(votes.values())} rules, "
+                      f"{len(features)} distinct features:", *lines])
