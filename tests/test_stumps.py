@@ -64,6 +64,50 @@ def test_level_weights_are_the_normalised_dense_projection(seed):
     assert weight.max() * kappa * n <= 1.0 + (levels + 8) * 2**-22
 
 
+def exact_level_weights(counts: np.ndarray, kappa: float, rate: float) -> np.ndarray:
+    """float64 reference: the sorted rule of spec §2.3 on the levels, factors relative to the
+    first non-empty level (no under- or overflow at these sizes)."""
+    counts = np.asarray(counts, np.float64)
+    levels, target = len(counts), kappa * counts.sum()
+    for k in range(levels):
+        room, present = target - counts[:k].sum(), np.nonzero(counts[k:])[0]
+        if room <= 0 or not len(present):
+            break
+        first = k + present[0]
+        factor = np.exp(-rate * (np.arange(levels) - first))
+        scale = room / (counts[first:] * factor[first:]).sum()
+        if scale <= 1.0:
+            mu = np.where(np.arange(levels) < k, 1.0, np.minimum(scale * factor, 1.0))
+            return np.where(np.arange(levels) >= first, mu, np.where(np.arange(levels) < k,
+                                                                     1.0, 0.0)) / target
+    raise AssertionError("no valid number of capped levels")
+
+
+@pytest.mark.parametrize(("kappa", "rate", "levels", "low", "high"), [
+    (0.5, 5.0, 26, 20, 21),     # factors e^{−λ·17} and beyond flush to zero in float32
+    (0.35, 0.5, 201, 177, 178),  # the default κ and λ after 200 rounds
+])
+def test_far_apart_levels_neither_underflow_nor_move_the_errors(kappa, rate, levels, low, high):
+    """A review's counterexample to the first version (factors relative to the first level
+    ``k`` flushed to zero when ``λ·(gap)`` passed ~87, and the neighbours' ``k`` differed): one
+    example at level 3 and 5,000 each at two far levels; its neighbour moves that example up.
+    The weights match the float64 reference and the 1-rule errors move by at most the
+    sensitivity."""
+    counts = np.zeros(levels, np.int32)
+    counts[3], counts[low], counts[high] = 1, 5000, 5000
+    neighbour = counts.copy()
+    neighbour[3], neighbour[low] = 0, 5001
+    wrong = np.zeros(levels, np.float32)
+    wrong[high] = 5000
+    errors = []
+    for c in (counts, neighbour):
+        weight = np.asarray(jax.jit(level_weights)(jnp.asarray(c), kappa, rate), np.float64)
+        np.testing.assert_allclose(weight, exact_level_weights(c, kappa, rate),
+                                   rtol=(levels + 8) * 2**-22, atol=2**-100)
+        errors.append(float(weight @ wrong))
+    assert abs(errors[0] - errors[1]) <= float(stump_sensitivity(10001, kappa, levels))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_replacing_one_row_moves_every_error_by_at_most_the_sensitivity(seed):
     """§3.5: the same history of 1-rules on neighbouring samples (one row replaced) gives levels

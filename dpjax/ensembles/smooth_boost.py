@@ -185,17 +185,22 @@ def level_weights(level_counts: ArrayLike, kappa: ArrayLike,
     on the ``levels`` distinct values with their counts ``N_c`` (``n = Σ_c N_c``).
 
     Every ``μ̃ <= κ`` (the ``"gain"`` update), so the projection scales (``c >= 1``) and caps the
-    lowest levels at 1: with ``k`` capped levels, ``μ_c = 1`` for ``c < k`` and
-    ``μ_c = C_k·e^{−λ(c − k)}`` for ``c >= k``, ``C_k = (κn − Σ_{c<k} N_c) / Σ_{c>=k} N_c
-    e^{−λ(c − k)}``; ``k`` is the first with ``C_k·e^{−λ(j − k)} <= 1`` at the first non-empty
-    level ``j >= k`` (spec §2.3, the sorted rule; levels are already sorted). Then
-    ``μ̂_c = μ_c/(κn)``: ``|μ| = κn`` exactly in real arithmetic.
+    lowest levels at 1: with every level below ``k`` capped, ``j_k`` the first non-empty level
+    ``>= k``, ``μ_c = 1`` for ``c < k`` and ``μ_c = min(1, C_k·e^{−λ(c − j_k)})`` for
+    ``c >= j_k``, ``C_k = (κn − Σ_{c<k} N_c) / Σ_{c>=j_k} N_c e^{−λ(c − j_k)}``; ``k`` is the
+    first with ``C_k <= 1`` (the largest uncapped weight, at ``j_k``; spec §2.3, the sorted
+    rule; levels are already sorted). Then ``μ̂_c = μ_c/(κn)``: ``|μ| = κn`` exactly in real
+    arithmetic.
 
-    Floats: the capped mass is an exact integer; the factors ``e^{−λ·j}`` are one table of ``λ``
-    and ``j`` only (the same on neighbouring datasets); each ``C_k`` is a ratio of a rounded
-    difference and a ``levels``-term sum of positive terms. Every ``μ̂_c`` is thus within a
-    relative ``(levels + 8)·2**−24`` of the exact projection of the tabled factors, except the
-    uncapped mass's share of the rounding of ``κn − Σ N_c`` (absolute ``2**−24`` in total).
+    Floats: the factors are relative to the first non-empty level, so the tail sum is at least
+    ``N_{j_k} >= 1`` and ``C_k <= κn`` (no overflow); a factor ``e^{−λ·j}`` that flushes to zero
+    stands for a weight below ``2**−126`` (at most ``n·2**−126`` of mass in all). The capped
+    mass is an exact integer; the factors are one table of ``λ`` and the level gap (the same on
+    neighbouring datasets); each ``C_k`` is a ratio of a rounded difference and a
+    ``levels``-term sum of positive terms (elementwise products and sums: no matrix products,
+    whose float32 precision is backend-dependent). Every ``μ̂_c`` is thus within a relative
+    ``(levels + 8)·2**−24`` of the exact projection of the tabled factors, plus the uncapped
+    mass's share of the rounding of ``κn − Σ N_c`` (absolute ``2**−24`` in total).
 
     Args:
       level_counts: int ``[levels]``, ``N_c`` (``n = Σ_c N_c >= 1``, below ``2**24``).
@@ -211,17 +216,16 @@ def level_weights(level_counts: ArrayLike, kappa: ArrayLike,
     capped_mass = jnp.cumsum(counts) - counts                                   # Σ_{c<k} N_c
     room = target - capped_mass.astype(jnp.float32)                             # κn − M_k
     steps = jnp.arange(levels)
-    # factor[k, c] = e^{−λ(c − k)} for c >= k: one table of λ and c − k
+    # j_k: the first non-empty level >= k (levels when there is none)
+    nonempty_at = jnp.where(counts > 0, steps, levels)
+    first = jax.lax.cummin(nonempty_at, reverse=True)
+    # factor[k, c] = e^{−λ(c − j_k)} for c >= j_k: one table of λ and the gap c − j_k
     table = jnp.exp(-jnp.asarray(learning_rate, jnp.float32) * steps.astype(jnp.float32))
-    offset = steps[None, :] - steps[:, None]
-    factor = jnp.where(offset >= 0, table[jnp.clip(offset, 0, levels - 1)], 0.0)
-    tail = factor @ counts.astype(jnp.float32)                                  # [levels]
-    scale = jnp.where(tail > 0, room / jnp.where(tail > 0, tail, 1.0), jnp.inf)  # C_k
-    # the largest uncapped weight: C_k times the factor of the first non-empty level >= k
-    nonempty = (factor > 0) & (counts[None, :] > 0)
-    first = jnp.argmax(nonempty, axis=1)
-    largest = scale * jnp.take_along_axis(factor, first[:, None], axis=1)[:, 0]
-    fits = (room > 0) & (largest <= 1.0)
+    gap = steps[None, :] - first[:, None]
+    factor = jnp.where(gap >= 0, table[jnp.clip(gap, 0, levels - 1)], 0.0)
+    tail = jnp.sum(factor * counts[None, :].astype(jnp.float32), axis=1)       # >= N_{j_k}
+    scale = room / jnp.maximum(tail, 1.0)                                       # C_k
+    fits = (first < levels) & (room > 0) & (scale <= 1.0)
     k = jnp.argmax(fits)
     mu = jnp.where(steps < k, 1.0, jnp.minimum(scale[k] * factor[k], 1.0))
     return mu / target
@@ -336,7 +340,7 @@ def smooth_boost(
 
 def sample_to_size(key: jax.Array, n_rows: int, size: ArrayLike) -> jax.Array:
     """Multiplicities ``int32 [n_rows + 2]`` that make the data a sample of exactly ``size``
-    examples (a public integer ``ñ >= 1``: declared, or released as a noisy count): a uniformly
+    examples (a public integer ``1 <= ñ < 2**24``: declared, or a released noisy count): a uniformly
     random subset of ``min(ñ, n)`` of the ``n_rows`` rows (multiplicity 1, the others 0), then
     two padding rows (a fixed public record with label ``+1``, and one with ``−1``) standing
     for ``⌈k/2⌉`` and ``⌊k/2⌋`` examples, ``k = max(ñ − n, 0)``.
@@ -349,10 +353,10 @@ def sample_to_size(key: jax.Array, n_rows: int, size: ArrayLike) -> jax.Array:
     ``ñ``-subset; with padding, ``z`` takes the place of one padding example). An ``ε``-DP
     mechanism for replace-one neighbours on samples of size ``ñ`` is thus ``ε``-DP for
     add/remove neighbours on the data."""
-    size = jnp.asarray(size, jnp.float32)
+    size = jnp.asarray(size).astype(jnp.int32)
     rank = jax.random.permutation(key, n_rows)
-    kept = (rank.astype(jnp.float32) < size).astype(jnp.int32)
-    padding = jnp.maximum(size - n_rows, 0.0).astype(jnp.int32)
+    kept = (rank < size).astype(jnp.int32)
+    padding = jnp.maximum(size - n_rows, 0)
     return jnp.concatenate([kept, jnp.stack([padding - padding // 2, padding // 2])])
 
 

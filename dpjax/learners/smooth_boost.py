@@ -41,6 +41,9 @@ from dpjax.mechanisms.rounding import round_down
 from dpjax.trees.stumps import Stump, describe_stumps, dp_stump_learner, stump_predict
 
 WEAK_LEARNERS = ("stump",)
+MAX_SIZE = float(2**24 - 1)
+"""The released size is clipped to ``[1, 2**24 − 1]`` (post-processing): float32 and int32 then
+hold it exactly (the level counts and the sensitivity use the same integer)."""
 
 
 def active_rounds(epsilon_rounds: ArrayLike, size: ArrayLike, kappa: ArrayLike,
@@ -76,7 +79,9 @@ class SmoothBoost(Learner):
     public schedule :func:`active_rounds` (at most ``n_rounds``; later rounds abstain).
     Defaults: Asadi et al.'s most frequent settings (``κ = 0.35``; ``λ = 0.5``, their 0.25 in
     the margin form), not tuned on the data being fitted; ``n_rounds`` and ``min_signal``
-    from a sweep on adult (train/test files)."""
+    from a sweep on adult (train/test files). Choosing ``kappa``, ``learning_rate`` or
+    ``min_signal`` by a sweep on the private data spends privacy no ledger sees (as the paper's
+    cross-validation does, spec §6.3): tune on public or separately budgeted data."""
 
     name: ClassVar[str] = "smooth_boost"
     weak_learner: str = hyper("stump", choice(*WEAK_LEARNERS))
@@ -106,9 +111,10 @@ class SmoothBoost(Learner):
             if context.size is None:
                 noisy, costs["row count"] = laplace_mechanism(
                     k_size, jnp.int32(n_rows), 1, budget["size"], integer=True, label="sens. 1")
-                size = jnp.maximum(noisy, 1.0)
+                size = noisy
             else:
-                size = jnp.asarray(context.size, jnp.float32)
+                size = context.size
+            size = jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE)
             rounds = active_rounds(budget["rounds"], size, kappa, traced["min_signal"],
                                    self.n_rounds)
             per_round = round_down(budget["rounds"] / rounds)

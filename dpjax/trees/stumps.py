@@ -50,9 +50,11 @@ class Stump(NamedTuple):
 def level_rounding(levels: int) -> float:
     """Bound on the float32 rounding of one weighted error ``Σ_c μ̂_c·K_c`` (a value in
     ``[0, 1]``): each ``μ̂_c`` within a relative ``(levels + 8)·2**−24`` of the exact projection,
-    plus ``2**−24`` of absolute mass (:func:`~dpjax.ensembles.smooth_boost.level_weights`), and
-    the ``levels``-term sum of non-negative products adds a relative ``(levels + 1)·2**−24``."""
-    return (2 * levels + 10) * 2.0**-24
+    plus ``2**−24`` of absolute mass and under ``2**−100`` of flushed weights
+    (:func:`~dpjax.ensembles.smooth_boost.level_weights`), and the ``levels``-term sum of
+    non-negative products (elementwise: no backend-dependent matrix product) adds a relative
+    ``(levels + 1)·2**−24``."""
+    return (2 * levels + 10) * 2.0**-24 + 2.0**-100
 
 
 def stump_sensitivity(n: int, kappa: ArrayLike, levels: int) -> jax.Array:
@@ -85,7 +87,7 @@ def stump_errors(codes: jax.Array, y: jax.Array, measure: LevelMeasure,
     wrong_minus = neg[:, None, None] - hist[..., 0] + hist[..., 1]
     wrong = jnp.concatenate([wrong_plus.reshape(levels, -1), wrong_minus.reshape(levels, -1),
                              neg[:, None], pos[:, None]], axis=1)         # [L, 2dK + 2]
-    return measure.weight @ wrong.astype(jnp.float32)
+    return jnp.sum(measure.weight[:, None] * wrong.astype(jnp.float32), axis=0)
 
 
 def dp_stump(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Array, *,
