@@ -188,7 +188,8 @@ def check_footprint(config: Learner, shape: tuple[int, int], max_codes: int, n_c
     limit = memory_limit()
     if need > limit:
         params = config.hyperparams
-        sizes = ", ".join(f"{k}={params[k]}" for k in ("n_trees", "depth") if k in params)
+        sizes = ", ".join(f"{k}={params[k]}" for k in ("n_trees", "depth", "n_rounds")
+                          if k in params)
         raise ValueError(
             f"{config.name} with {sizes} on {shape[0]} x {shape[1]} codes"
             + (f" ({batch} models at once)" if batch > 1 else "")
