@@ -181,8 +181,11 @@ def sweep(
     args = (keys, prepared.codes, prepared.y, points, prepared.size_value())
     compiled, compile_s = compile_cached(batched, ("sweep", cache_key, names), *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
-    ledgers = tuple(ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i: a[i].max(0),
-                                                                   costs), config)
-                    for i, (g, config) in enumerate(zip(grid, configs, strict=True)))
+    # each seed's model has its own ledger (its releases may differ: a schedule read off a
+    # released size); the grid point reports the seed that spent the most
+    ledgers = tuple(
+        max((ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i, j=j: a[i, j], costs),
+                       config) for j in range(len(seeds))), key=lambda ledger: ledger.epsilon)
+        for i, (g, config) in enumerate(zip(grid, configs, strict=True)))
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
                  Timings(compile_s, run_s), on_out_of_bounds)

@@ -278,3 +278,17 @@ def test_smooth_boost_summary_prints_the_vote_and_the_features_used():
                                           np.asarray(model.params.polarity), strict=True)
                 if p != 0 and not c}
     assert f"{len(features)} distinct features" in text
+
+
+def test_sweep_ledger_is_the_largest_seed_ledger_when_schedules_differ():
+    """The number of rounds is read off each seed's released size, so seeds of one grid point
+    may release different numbers of 1-rules with different budgets (here R = 1 or 2 around
+    ñ = 602): the grid point's ledger is its most-spending seed's, never a mix of seeds (the
+    elementwise maximum over seeds once claimed more than ε)."""
+    X, y, bounds = _one_bin_rule()
+    sweep = dpjax.sweep(X, y, method="smooth_boost", epsilon=[2.0], seeds=list(range(12)),
+                        bounds=bounds)
+    rounds = (np.asarray(sweep.params.polarity[0]) != 0).sum(-1)
+    assert len(set(rounds.tolist())) > 1
+    ledger = sweep.ledgers[0]
+    assert ledger.private and 2.0 * (1 - 2e-3) <= ledger.epsilon <= 2.0
