@@ -30,6 +30,7 @@ except ImportError as error:  # pragma: no cover - exercised only without scikit
 from dpjax.api import Model, fit
 from dpjax.ensembles import boosted_decision
 from dpjax.ensembles.newton import newton_decision
+from dpjax.ensembles.smooth_boost import smooth_boost_decision
 from dpjax.learners import (
     Boosted,
     Learner,
@@ -39,6 +40,7 @@ from dpjax.learners import (
     RFLaplace,
     SmoothBoost,
 )
+from dpjax.trees.stumps import stump_predict
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -273,6 +275,6 @@ class DPSmoothBoostClassifier(_DPClassifier):
     def decision_function(self, X: Any) -> np.ndarray:
         """The mean vote ``(1/T)·Σ_t h_t(x)`` (positive: ``classes_[1]``)."""
         check_is_fitted(self, "model_")
-        proba = self.model_.learner.proba(self.model_.params, self.model_.encode(X))
-        return np.asarray(proba[:, 1] - proba[:, 0])
+        return np.asarray(smooth_boost_decision(self.model_.params, stump_predict,
+                                                self.model_.encode(X)))
 

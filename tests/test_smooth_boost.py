@@ -391,12 +391,13 @@ def test_smooth_boost_hands_the_learner_kappa_smooth_distributions_and_drives_er
     np.testing.assert_allclose(hypotheses["max"][0], 1.0 / n, rtol=1e-5)   # round 1: uniform
     assert np.asarray(hypotheses["max"]).max() > 1.5 / n                    # then it reweights
 
-    error = np.mean(np.asarray(smooth_boost_predict(hypotheses, STUMPS, X_TRAIN)) != Y_TRAIN)
+    predicted = smooth_boost_predict(hypotheses, STUMPS.predict, X_TRAIN)
+    error = np.mean(np.asarray(predicted) != Y_TRAIN)
     first = np.mean(np.asarray(predict_stump(jax.tree.map(lambda a: a[0], hypotheses),
                                              X_TRAIN)) != Y_TRAIN)
     assert first > 0.2                  # the best single stump is weak here
     assert error < 0.1 and error < first / 2
-    margin = np.asarray(smooth_boost_decision(hypotheses, STUMPS, X_TRAIN)) * Y_TRAIN
+    margin = np.asarray(smooth_boost_decision(hypotheses, STUMPS.predict, X_TRAIN)) * Y_TRAIN
     assert np.mean(margin <= 0) <= kappa    # at most a κ fraction without a positive margin
 
 

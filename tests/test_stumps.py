@@ -157,7 +157,7 @@ def test_boosted_stumps_learn_a_planted_rule_at_large_epsilon():
         learner = dp_stump_learner(np.full(5, 10), epsilon / 21, 0.3, 2000)
         stumps = jax.jit(lambda key, learner=learner: smooth_boost(
             key, jnp.asarray(codes), jnp.asarray(y), learner, 21, 0.3, 0.5))(jax.random.key(1))
-        predicted = smooth_boost_predict(stumps, learner, jnp.asarray(codes))
+        predicted = smooth_boost_predict(stumps, learner.predict, jnp.asarray(codes))
         accuracy[epsilon] = float((np.asarray(predicted) == y).mean())
         np.testing.assert_allclose(stumps.cost.epsilon, np.float32(epsilon / 21))
     assert accuracy[10.0] >= 0.85

@@ -105,10 +105,6 @@ class LevelMeasure(NamedTuple):
     weight: jax.Array
     multiplicity: jax.Array
 
-    def dense(self) -> jax.Array:
-        """``μ̂ [n]``."""
-        return self.weight[self.level]
-
 
 def project_dense(log_weights: ArrayLike, kappa: ArrayLike) -> jax.Array:
     """The exact Bregman (KL) projection ``Π_Γ μ̃ = argmin_{μ ∈ Γ_κ} KL(μ ‖ μ̃)`` of the measure
@@ -391,17 +387,19 @@ def majority_vote(votes: ArrayLike, key: jax.Array | None = None) -> jax.Array:
     return jnp.where(total != 0, jnp.sign(total), jnp.sign(tie_break)).astype(jnp.int32)
 
 
-def smooth_boost_decision(hypotheses: Hypothesis, weak_learner: WeakLearner,
+def smooth_boost_decision(hypotheses: Hypothesis,
+                          predict: Callable[[Hypothesis, Any], jax.Array],
                           data: Any) -> jax.Array:
     """The averaged hypothesis ``f̂(x) = (1/T) Σ_t h_t(x) ∈ [−1, 1]`` of every row ``[m]``
-    (BCS20 Alg. 1; its margins ``y·f̂`` are those of Thm 24)."""
-    return round_votes(hypotheses, weak_learner.predict, data).mean(0)
+    (BCS20 Alg. 1; its margins ``y·f̂`` are those of Thm 24); ``predict`` is the weak learner's
+    (:attr:`WeakLearner.predict`)."""
+    return round_votes(hypotheses, predict, data).mean(0)
 
 
-def smooth_boost_predict(hypotheses: Hypothesis, weak_learner: WeakLearner, data: Any,
-                         key: jax.Array | None = None) -> jax.Array:
+def smooth_boost_predict(hypotheses: Hypothesis, predict: Callable[[Hypothesis, Any], jax.Array],
+                         data: Any, key: jax.Array | None = None) -> jax.Array:
     """Labels ``{−1, +1} [m]``: :func:`majority_vote` of the rounds' votes on ``data``."""
-    return majority_vote(round_votes(hypotheses, weak_learner.predict, data), key)
+    return majority_vote(round_votes(hypotheses, predict, data), key)
 
 
 __all__ = ["UPDATES", "LevelMeasure", "WeakLearner", "level_weights", "log_unprojected",

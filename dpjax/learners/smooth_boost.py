@@ -5,8 +5,9 @@ over DP weak learners (Asadi et al.), specs ``docs/specs/private-smooth-boosting
 Release order under DP: the sample size ``ñ`` (a noisy row count with a share ``size_share`` of
 ``ε`` under add/remove neighbours unless ``public_size`` is declared; the row count under
 replace-one), the data made a sample of exactly ``ñ`` examples
-(:func:`~dpjax.ensembles.smooth_boost.sample_to_size`), then ``n_rounds`` weak hypotheses, each
-with ``ε_b = (ε − ε_size)/n_rounds`` (basic composition; rounded down).
+(:func:`~dpjax.ensembles.smooth_boost.sample_to_size`), then ``R`` weak hypotheses
+(:func:`active_rounds`, at most ``n_rounds``), each with ``ε_b = (ε − ε_size)/R`` (basic
+composition; rounded down).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.ensembles.smooth_boost import (
-    majority_vote,
-    round_votes,
     sample_to_size,
     smooth_boost,
+    smooth_boost_decision,
+    smooth_boost_predict,
 )
 from dpjax.learners.base import (
     FitContext,
@@ -133,13 +134,12 @@ class SmoothBoost(Learner):
 
     def proba(self, params: Stump, codes: jax.Array) -> jax.Array:
         """``[(1 − f̂)/2, (1 + f̂)/2]`` with ``f̂`` the mean vote in ``[−1, 1]``."""
-        mean = round_votes(params, stump_predict, codes).mean(0)
+        mean = smooth_boost_decision(params, stump_predict, codes)
         return jnp.stack([(1 - mean) / 2, (1 + mean) / 2], axis=-1)
 
     def predict(self, params: Stump, codes: jax.Array, key: jax.Array | None) -> jax.Array:
         """The majority vote; ties to the earliest round's vote (no fixed class)."""
-        votes = round_votes(params, stump_predict, codes)
-        return ((majority_vote(votes) + 1) // 2).astype(np.int32)
+        return ((smooth_boost_predict(params, stump_predict, codes) + 1) // 2).astype(np.int32)
 
     def describe(self, params: Stump, spec: Any, classes: tuple) -> str:
         """The vote of the released 1-rules (:func:`~dpjax.trees.stumps.describe_stumps`)."""
