@@ -50,7 +50,6 @@ nothing and cost nothing, so one compiled program serves a sweep over ``ε``.
 from __future__ import annotations
 
 import collections
-import math
 
 import chex
 import jax
@@ -59,6 +58,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.budgets import zcdp_budget
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.rounding import round_down
 from dpjax.trees.dense import DenseTree
@@ -95,17 +95,6 @@ class NewtonBoostedModel:
     prior: jax.Array
     table: jax.Array
     trees: DenseTree
-
-
-def zcdp_budget(epsilon: ArrayLike, delta: float) -> jax.Array:
-    """The largest ``ρ`` with ``ρ + 2·sqrt(ρ·ln(1/δ)) <= ε`` (Bun & Steinke 2016, Prop. 1.3),
-    ``(sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))²``, rounded down; 0 when ``δ = 0``."""
-    if delta <= 0.0:
-        return jnp.zeros_like(jnp.asarray(epsilon, jnp.float32))
-    log_term = math.log(1.0 / delta)
-    epsilon = jnp.asarray(epsilon, jnp.float32)
-    rho = epsilon**2 / (jnp.sqrt(log_term + epsilon) + math.sqrt(log_term))**2
-    return round_down(rho * (1.0 - 1e-5))
 
 
 def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_trees: int,

@@ -14,8 +14,14 @@ from dpjax.mechanisms.accounting import (
     parallel,
     zcdp_to_dp,
 )
-from dpjax.mechanisms.exact import bernoulli_exp, discrete_laplace, uniform_below
+from dpjax.mechanisms.exact import (
+    bernoulli_exp,
+    discrete_gaussian,
+    discrete_laplace,
+    uniform_below,
+)
 from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.mechanisms.gaussian import gaussian_mechanism
 from dpjax.mechanisms.laplace import laplace_mechanism
 
 __all__ = [
@@ -26,7 +32,9 @@ __all__ = [
     "advanced_composition",
     "bernoulli_exp",
     "check_epsilon",
+    "discrete_gaussian",
     "discrete_laplace",
+    "gaussian_mechanism",
     "laplace_mechanism",
     "parallel",
     "permute_and_flip",

@@ -34,20 +34,25 @@ class Cost:
       epsilon: float32 array, the ``ε`` each release spent (0 for a release that was skipped).
       delta: float32 array of the same shape.
       mechanism: what drew the noise, e.g. ``"discrete Laplace (L1 sens. 1)"``.
+      rho: ``None``, or a float32 array like ``epsilon``: the zCDP ``ρ`` of each release when
+        the mechanism has one sharper than its ``(ε, δ)`` (Gaussian noise); its ``(ε, δ)`` are
+        then that ``ρ`` converted for the release alone.
     """
 
     epsilon: Any
     delta: Any
     mechanism: str = ""
+    rho: Any = None
 
     def gated(self, live: jax.Array) -> Cost:
         """The cost where ``live`` (broadcast against ``epsilon``), zero elsewhere (a round
         that released nothing)."""
+        rho = None if self.rho is None else jnp.where(live, self.rho, 0.0)
         return Cost(jnp.where(live, self.epsilon, 0.0), jnp.where(live, self.delta, 0.0),
-                    self.mechanism)
+                    self.mechanism, rho)
 
 
-jax.tree_util.register_dataclass(Cost, data_fields=["epsilon", "delta"],
+jax.tree_util.register_dataclass(Cost, data_fields=["epsilon", "delta", "rho"],
                                  meta_fields=["mechanism"])
 
 
@@ -56,6 +61,8 @@ def parallel(cost: Cost, axis: int | tuple[int, ...] = -1, *, touched: int = 1) 
     of one level, the leaves of one tree), so together they cost their maximum — times
     ``touched``, the number of parts one change of a record can reach (2 under replace-one when
     each part's release is calibrated to a single record's change)."""
+    if cost.rho is not None:
+        raise ValueError("parallel composition of zCDP releases is not implemented")
     return Cost(touched * jnp.max(cost.epsilon, axis=axis),
                 touched * jnp.max(cost.delta, axis=axis), cost.mechanism)
 
@@ -158,7 +165,9 @@ class PrivacyLedger:
     ``epsilon`` / ``delta`` are the spent totals (``inf`` if any release was not private, or if
     the model was fitted with ``epsilon=None``): under basic (sequential) composition, or with
     ``composition="zcdp"`` (and a requested ``δ > 0``) the smaller of that and the zCDP view,
-    every release composed in zCDP and converted at the requested ``δ`` (both hold).
+    every release composed in zCDP and converted at the requested ``δ``, or with
+    ``composition="advanced"`` the smaller of basic and advanced composition with the ``δ``
+    the releases leave (all hold).
     """
 
     entries: tuple[LedgerEntry, ...] = ()
@@ -172,7 +181,7 @@ class PrivacyLedger:
         return dataclasses.replace(self, entries=(*self.entries, entry))
 
     def with_costs(self, costs: Mapping[str, Cost]) -> PrivacyLedger:
-        """A new ledger with one entry per distinct per-release ``(ε, δ)`` of each cost (the
+        """A new ledger with one entry per distinct per-release ``(ε, δ, ρ)`` of each cost (the
         costs a fit returned, concrete), in order; releases that spent nothing are left out.
 
         Raises ``ValueError`` if a cost is NaN: a mechanism found its budget too small for its
@@ -182,17 +191,20 @@ class PrivacyLedger:
             epsilon = np.asarray(cost.epsilon, np.float64).reshape(-1)
             delta = np.broadcast_to(np.asarray(cost.delta, np.float64), np.shape(
                 cost.epsilon)).reshape(-1)
+            rho = (np.full(epsilon.shape, -1.0) if cost.rho is None else np.broadcast_to(
+                np.asarray(cost.rho, np.float64), np.shape(cost.epsilon)).reshape(-1))
             if np.isnan(epsilon).any() or np.isnan(delta).any():
                 raise ValueError(
                     f"epsilon is too small: the budget of one release of {what!r} needs noise "
                     "beyond the exact sampler's range (scale 2**31); use a larger epsilon or "
                     "fewer trees / leaves")
-            pairs, counts = np.unique(np.stack([epsilon, delta], -1), axis=0,
-                                      return_counts=True)
-            for (eps, dlt), count in zip(pairs, counts, strict=True):
+            triples, counts = np.unique(np.stack([epsilon, delta, rho], -1), axis=0,
+                                        return_counts=True)
+            for (eps, dlt, rh), count in zip(triples, counts, strict=True):
                 if eps > 0 or dlt > 0:
-                    ledger = ledger.record(LedgerEntry(what, cost.mechanism, float(eps),
-                                                       float(dlt), int(count)))
+                    ledger = ledger.record(LedgerEntry(
+                        what, cost.mechanism, float(eps), float(dlt), int(count),
+                        rho=None if rh < 0 else float(rh)))
         return ledger
 
     @property
@@ -211,27 +223,40 @@ class PrivacyLedger:
     @property
     def zcdp_view(self) -> tuple[float, float] | None:
         """``(ε, δ)`` of every release composed in zCDP and converted at the requested ``δ``,
-        or ``None`` (basic composition, no ``δ`` asked for, or a release without a ``ρ``)."""
+        or ``None`` (another composition, no ``δ`` asked for, or a release without a ``ρ``)."""
         if (self.composition != "zcdp" or not self.private or self.requested_delta <= 0
                 or any(e.delta > 0 and e.rho is None for e in self.entries)):
             return None
         return self.zcdp(self.requested_delta)
 
-    def _uses_zcdp(self) -> bool:
-        view = self.zcdp_view
-        return view is not None and view[0] < self.basic_epsilon
+    @property
+    def advanced_view(self) -> tuple[float, float] | None:
+        """``(ε, δ)`` of every release by advanced composition with the slack ``δ'`` the
+        requested ``δ`` leaves over the releases' own, or ``None`` (another composition, or no
+        slack left)."""
+        if self.composition != "advanced" or not self.private:
+            return None
+        slack = self.requested_delta - math.fsum(e.total_delta for e in self.entries)
+        if slack <= 0:
+            return None
+        return self.advanced(slack)
+
+    @property
+    def composed_view(self) -> tuple[float, float] | None:
+        """The ledger's composition route's ``(ε, δ)`` (:attr:`zcdp_view` or
+        :attr:`advanced_view`) when it is below basic composition's ``ε``, else ``None``."""
+        view = self.zcdp_view or self.advanced_view
+        return view if view is not None and view[0] < self.basic_epsilon else None
 
     @property
     def epsilon(self) -> float:
-        if self._uses_zcdp():
-            return self.zcdp_view[0]
-        return self.basic_epsilon
+        view = self.composed_view
+        return self.basic_epsilon if view is None else view[0]
 
     @property
     def delta(self) -> float:
-        if self._uses_zcdp():
-            return self.requested_delta
-        return math.fsum(e.total_delta for e in self.entries)
+        view = self.composed_view
+        return math.fsum(e.total_delta for e in self.entries) if view is None else view[1]
 
     @property
     def not_private_reasons(self) -> tuple[str, ...]:
@@ -254,7 +279,8 @@ class PrivacyLedger:
         entries = self._private_releases()
         eps = advanced_composition([e.epsilon for e in entries for _ in range(e.count)],
                                    delta_slack)
-        return min(eps, self.epsilon), self.delta + delta_slack
+        spent = math.fsum(e.total_delta for e in entries)
+        return min(eps, self.basic_epsilon), spent + delta_slack
 
     def zcdp(self, delta: float) -> tuple[float, float]:
         """``(eps, delta)`` from composing every release in zCDP and converting back.
@@ -281,14 +307,15 @@ class PrivacyLedger:
             lines.append(f"  {e.what:<38} {e.mechanism:<34} {each:>10} {e.count:>5} {total:>10}")
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
-            how = "zCDP composition" if self._uses_zcdp() else "basic composition"
+            route = {"zcdp": "zCDP", "advanced": "advanced"}.get(self.composition, "basic")
+            how = f"{'basic' if self.composed_view is None else route} composition"
             lines.append(
                 f"  spent: epsilon = {self.epsilon:.6g}, delta = {self.delta:.3g} "
                 f"({how}; requested epsilon = {asked})"
             )
-            view = self.zcdp_view
+            view = self.zcdp_view or self.advanced_view
             if view is not None:
-                lines.append(f"  views: basic epsilon = {self.basic_epsilon:.6g}; zCDP "
+                lines.append(f"  views: basic epsilon = {self.basic_epsilon:.6g}; {route} "
                              f"epsilon = {view[0]:.6g} at delta = {view[1]:.3g}")
         else:
             lines.append("  NOT DIFFERENTIALLY PRIVATE: " + "; ".join(self.not_private_reasons))

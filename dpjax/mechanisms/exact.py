@@ -270,3 +270,92 @@ def discrete_laplace(key: jax.Array, shape: tuple[int, ...], t: jax.Array,
     lanes = (jnp.zeros(size, jnp.int32), zeros, jnp.zeros(size, jnp.int32), zeros, zeros,
              zeros, jnp.zeros(size, jnp.int32))
     return run_lanes(key, step, lambda lanes: lanes[0] == 3, lanes)[6].reshape(shape)
+
+
+def square_64(d: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The exact 64-bit square of uint32 ``d`` as uint32 words ``(high, low)``, ``d² = high ·
+    2**32 + low``, in 32-bit arithmetic (no x64).
+
+    With ``d = a·2**16 + b`` (``a, b < 2**16``): ``d² = a²·2**32 + ab·2**17 + b²``, where
+    ``a²``, ``ab`` and ``b²`` each fit 32 bits; ``ab·2**17`` contributes ``ab >> 15`` to the
+    high word and ``ab << 17`` (mod ``2**32``) to the low word, whose sum with ``b²`` carries
+    one into the high word when it wraps around.
+    """
+    d = jnp.asarray(d, U32)
+    a, b = d >> U32(16), d & U32(0xFFFF)
+    ab, b2 = a * b, b * b
+    low = (ab << U32(17)) + b2
+    carry = (low < b2).astype(U32)
+    return a * a + (ab >> U32(15)) + carry, low
+
+
+def gaussian_rate(y: jax.Array, j: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``γ = (|y| − 2**j)² / 2**(2j+1)`` as ``(whole, frac)`` for :func:`bernoulli_exp`
+    (elementwise; int32 ``|y| <= 2**30``, ``11 <= j <= 15``).
+
+    ``γ`` is dyadic with denominator ``2**(2j+1) <= 2**31``, so ``whole = D² >> (2j+1)`` and
+    ``frac = (D² mod 2**(2j+1)) << (31 − 2j)`` (``D = ||y| − 2**j|``, ``D²`` exact in 64 bits
+    by :func:`square_64`) are exact. ``whole`` is saturated at ``2**30`` (``frac`` kept): that
+    only changes acceptance probabilities below ``exp(−2**30)``, none of which is representable
+    (nor ever drawn).
+    """
+    j = jnp.asarray(j, U32)
+    distance = jnp.abs(jnp.abs(jnp.asarray(y, jnp.int32)) - (1 << j.astype(jnp.int32)))
+    high, low = square_64(distance.astype(U32))
+    bits = U32(2) * j + U32(1)                              # 23..31
+    # whole >= 2**30 iff d² >= 2**(30 + bits) iff high >= 2**(bits - 2) (as 30 + bits >= 32)
+    saturated = high >= (U32(1) << (bits - U32(2)))
+    whole = (high << (U32(32) - bits)) | (low >> bits)
+    whole = jnp.where(saturated, U32(SATURATION), whole).astype(jnp.int32)
+    return whole, low << (U32(32) - bits)
+
+
+def discrete_gaussian(key: jax.Array, shape: tuple[int, ...], j: jax.Array | int) -> jax.Array:
+    """Exact draws from the discrete Gaussian ``N_Z(0, σ²)``, ``P(Z = z) ∝ exp(−z²/(2σ²))``,
+    with ``σ = 2**j`` (``11 <= j <= 15``, static or traced int).
+
+    Canonne, Kamath & Steinke (2020), Algorithm 3 with ``t = σ`` (their proof holds for any
+    ``t > 0``): ``Y`` is discrete Laplace of scale ``t`` (:func:`discrete_laplace` with
+    ``t = 2**j``, ``s = 1``) and is accepted with probability ``exp(−γ)``, ``γ = (|Y| −
+    σ²/t)²/(2σ²) = (|Y| − 2**j)²/2**(2j+1)``, since ``P(Y = y, accept) ∝ exp(−|y|/σ − (|y| −
+    σ)²/(2σ²)) = exp(−y²/(2σ²) − 1/2)``. ``γ`` is dyadic, so the coin (:func:`bernoulli_exp`,
+    rate from :func:`gaussian_rate`) is exact; the draws are exactly discrete Gaussian given
+    ideal random bits, up to two saturations that change only events of probability below
+    ``exp(−2**29)`` (zero in any floating-point format): ``Y`` is saturated at ``±2**30`` by
+    :func:`discrete_laplace` (itself an event of probability about ``exp(−2**(30−j))``), and a
+    saturated ``Y`` is accepted with probability ``exp(−γ)``, ``γ = (2**30 − 2**j)²/2**(2j+1)
+    ≈ 2**(59−2j) >= 2**29``; and the rate's integer part is saturated at ``2**30``. So
+    ``|Z| <= 2**30``.
+
+    Rejected lanes draw again: round ``r`` draws a full array of candidates and coins from
+    ``fold_in(key, r)`` and fills the lanes not yet accepted; the loop ends when every lane has
+    accepted. A try is accepted with probability ``sqrt(π/(2e)) ≈ 0.76`` (for large ``σ``), so
+    about ten rounds cover a million lanes.
+
+    Args:
+      key: PRNG key.
+      shape: output shape.
+      j: ``log2 σ``, an int in ``[11, 15]`` (``2j + 1 <= 31`` keeps ``γ``'s denominator within
+        the coin's 32 fractional bits).
+
+    Returns:
+      int32 ``shape`` draws.
+    """
+    j = jnp.asarray(j, jnp.int32)
+    t = U32(1) << j.astype(U32)
+    size = 1
+    for dim in shape:
+        size *= dim
+
+    def body(state):
+        round_, z, accepted = state
+        candidates_key, coins_key = jax.random.split(jax.random.fold_in(key, round_))
+        y = discrete_laplace(candidates_key, (size,), t, U32(1))
+        coin = bernoulli_exp(coins_key, *gaussian_rate(y, j))
+        return round_ + 1, jnp.where(accepted, z, y), accepted | coin
+
+    def running(state):
+        return ~jnp.all(state[2])
+
+    state = (jnp.int32(0), jnp.zeros(size, jnp.int32), jnp.zeros(size, bool))
+    return jax.lax.while_loop(running, body, state)[1].reshape(shape)
