@@ -77,6 +77,21 @@ CONFIGS = [
     Config("smooth_boost", "DP-1R stumps, 2 rounds", dict(n_rounds=2, min_signal=1e-3)),
     Config("smooth_boost", "DP-1R stumps, 1 round, κ=0.9",
            dict(n_rounds=1, kappa=0.9, min_signal=1e-3)),
+    Config("smooth_boost", "DP-1R stumps, 3 rounds, advanced composition, δ=1e-5",
+           dict(n_rounds=3, min_signal=1e-3, accounting="advanced", delta=1e-5)),
+    Config("smooth_boost", "DP-1R stumps, 3 rounds, zCDP, δ=1e-5",
+           dict(n_rounds=3, min_signal=1e-3, accounting="zcdp", delta=1e-5)),
+    Config("smooth_boost", "DP-TopDown trees (provable 16/(κn)), 1 round, 1 split",
+           dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3)),
+    Config("smooth_boost", "DP-TopDown trees (provable), 2 rounds, 2 splits",
+           dict(weak_learner="tree", n_rounds=2, tree_splits=2, min_signal=1e-3)),
+    Config("smooth_boost", "DP-TopDown trees, paper's 4/(κn) (not private)",
+           dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3,
+                calibration="paper"), private=False),
+    Config("smooth_boost", "halfspaces (discrete Gaussian, zCDP), 1 round, δ=1e-5",
+           dict(weak_learner="halfspace", n_rounds=1, min_signal=1e-3, delta=1e-5)),
+    Config("smooth_boost", "halfspaces (discrete Gaussian, zCDP), 2 rounds, δ=1e-5",
+           dict(weak_learner="halfspace", n_rounds=2, min_signal=1e-3, delta=1e-5)),
 ]
 
 

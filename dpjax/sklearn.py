@@ -40,7 +40,6 @@ from dpjax.learners import (
     RFLaplace,
     SmoothBoost,
 )
-from dpjax.trees.stumps import stump_predict
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -241,7 +240,8 @@ class DPMalphaBoostedClassifier(_DPClassifier):
         return np.asarray(boosted_decision(self.model_.params, self.model_.encode(X)))
 
 class DPSmoothBoostClassifier(_DPClassifier):
-    """Private smooth boosting (LazyBregBoost with DP-1R stumps, binary labels).
+    """Private smooth boosting (LazyBregBoost with DP-1R stumps, DP-TopDown trees or Gaussian
+    halfspaces; binary labels).
 
     Parameters are those of :func:`dpjax.fit` with ``method="smooth_boost"`` (see
     :class:`dpjax.learners.SmoothBoost`). ``decision_function`` gives the mean vote in
@@ -260,6 +260,9 @@ class DPSmoothBoostClassifier(_DPClassifier):
         learning_rate: float = SmoothBoost.learning_rate,
         min_signal: float = SmoothBoost.min_signal,
         size_share: float = SmoothBoost.size_share,
+        tree_splits: int = SmoothBoost.tree_splits,
+        calibration: str = SmoothBoost.calibration,
+        accounting: str = SmoothBoost.accounting,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,
@@ -275,6 +278,7 @@ class DPSmoothBoostClassifier(_DPClassifier):
     def decision_function(self, X: Any) -> np.ndarray:
         """The mean vote ``(1/T)·Σ_t h_t(x)`` (positive: ``classes_[1]``)."""
         check_is_fitted(self, "model_")
-        return np.asarray(smooth_boost_decision(self.model_.params, stump_predict,
+        predict = self.model_.config.predict_fn
+        return np.asarray(smooth_boost_decision(self.model_.params, predict,
                                                 self.model_.encode(X)))
 

@@ -85,6 +85,8 @@ MODES = [
     ("malpha", dict(n_trees=2, depth=1, alpha=0.5, leaf_mechanism="value",
                      beta_mode="laplace")),
     ("smooth_boost", dict(n_rounds=2, min_signal=1e-3)),
+    ("smooth_boost", dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3)),
+    ("smooth_boost", dict(weak_learner="halfspace", n_rounds=1, min_signal=1e-3, delta=1e-5)),
 ]
 
 

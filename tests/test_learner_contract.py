@@ -156,6 +156,9 @@ MODES = [
     ("smooth_boost", {"min_signal": 2.0}),  # three rounds on 120 rows (one by default)
     ("smooth_boost", {"kappa": 0.2, "learning_rate": 1.0, "size_share": 0.2,
                       "min_signal": 1.0}),
+    ("smooth_boost", {"weak_learner": "tree", "tree_splits": 2, "min_signal": 0.5}),
+    ("smooth_boost", {"weak_learner": "halfspace", "delta": 1e-6, "min_signal": 1.0}),
+    ("smooth_boost", {"accounting": "advanced", "delta": 1e-6, "min_signal": 1.0}),
 ]
 
 

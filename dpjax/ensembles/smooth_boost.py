@@ -79,18 +79,22 @@ class WeakLearner(NamedTuple):
 
     fit: Callable[[jax.Array, Any, Any, jax.Array], Hypothesis]
     predict: Callable[[Hypothesis, Any], jax.Array]
-    discrete: bool = False
-    """``True`` for learners whose votes are exactly ``±1`` (stumps, trees): ``fit`` then gets
-    the measure as :class:`LevelMeasure` (exact counts per level, :func:`level_weights`)
-    instead of a dense float distribution."""
+    resolution: int = 0
+    """``0``: votes anywhere in ``[−1, 1]`` (``fit`` gets the dense float distribution ``μ̂``).
+    ``Q >= 1``: votes exactly on the grid ``{−1 + 2j/Q : j = 0..Q}`` (``Q = 1``: ``±1``
+    stumps and trees; a real-valued learner rounds its votes, post-processing): ``fit`` then
+    gets the measure as :class:`LevelMeasure` (exact integer counts per level,
+    :func:`level_weights`)."""
 
 
 class LevelMeasure(NamedTuple):
-    """The normalised measure of the ``"gain"`` update for ``±1`` hypotheses, by level.
+    """The normalised measure of the ``"gain"`` update for votes on a grid of resolution ``Q``
+    (:attr:`WeakLearner.resolution`), by level.
 
-    After ``t`` rounds example ``i`` has ``level(i) = #{j <= t : h_j(x_i) = y_i}`` correct
-    votes, and ``μ̂(i) = weight[level(i)]``: examples with equal levels have equal mass
-    (``μ̃(i) = κ·e^{−λ·level(i)}``). A weak learner computes every weighted statistic as
+    After ``t`` rounds example ``i`` has ``level(i) = Q·L_i``, its summed gains
+    ``½(1 + y_i h_j(x_i))`` in units of ``1/Q`` (for ``±1`` votes, ``Q = 1``: its number of
+    correct votes), and ``μ̂(i) = weight[level(i)]``: examples with equal levels have equal mass
+    (``μ̃(i) = κ·e^{−(λ/Q)·level(i)}``). A weak learner computes every weighted statistic as
     ``Σ_c weight[c]·K_c`` from *integer* counts ``K_c`` per level (exact in int32), so the
     only float rounding is in the ``levels``-term sums (:data:`level_rounding`).
 
@@ -269,9 +273,10 @@ def smooth_boost(
     over ``n_rounds`` rounds. Round ``t = 0, 1, ...``:
 
     ``μ̂_t = normalise(next_measure(σ, t, κ, λ))``, ``h_t = weak_learner.fit(fold_in(key, t),
-    μ̂_t, data, y)``, ``σ ← σ + y·clip(weak_learner.predict(h_t, data), −1, 1)``. A
-    ``discrete`` learner (``±1`` votes) gets ``μ̂_t`` as a :class:`LevelMeasure` instead (the
-    same measure: ``σ_i = 2·level(i) − t``), so its statistics can be exact integer counts.
+    μ̂_t, data, y)``, ``σ ← σ + y·clip(weak_learner.predict(h_t, data), −1, 1)``. A learner
+    with votes on a grid of resolution ``Q >= 1`` gets ``μ̂_t`` as a :class:`LevelMeasure`
+    instead (the same measure: ``σ_i = 2·level(i)/Q − t``), so its statistics can be exact
+    integer counts.
 
     The carry (the margins ``σ``, a cache of what Alg. 4 recomputes from ``H``) is never
     returned. The number of rounds is fixed in advance: no data-dependent stopping (A28).
@@ -287,7 +292,8 @@ def smooth_boost(
       n_rounds: number of rounds ``T`` (static).
       kappa: density ``κ ∈ (0, 1)`` (traced allowed); learning_rate: ``λ > 0`` (traced).
       update: ``"gain"`` (BCS20, default) or ``"margin"`` (Asadi et al.); module docstring.
-      multiplicity: int ``[n]`` examples per row (default 1 each; discrete learners only): the
+      multiplicity: int ``[n]`` examples per row (default 1 each; learners with a vote grid,
+        ``resolution >= 1``, only): the
         sample is ``n = Σ multiplicity`` examples, a row with multiplicity ``k`` being ``k``
         identical examples (a fixed-size sample drawn or padded from the data).
 
@@ -304,10 +310,12 @@ def smooth_boost(
     if y.ndim != 1:
         raise ValueError(f"y must have shape [n], got {y.shape}")
 
-    if weak_learner.discrete and update != "gain":
-        raise ValueError("a discrete (±1) weak learner is boosted with update='gain' only")
-    if multiplicity is not None and not weak_learner.discrete:
-        raise ValueError("multiplicity needs a discrete (±1) weak learner")
+    resolution = weak_learner.resolution
+    if resolution and update != "gain":
+        raise ValueError("a weak learner with a vote grid (resolution >= 1) is boosted with "
+                         "update='gain' only")
+    if multiplicity is not None and not resolution:
+        raise ValueError("multiplicity needs a weak learner with a vote grid (resolution >= 1)")
     multiplicity = (jnp.ones(y.shape, jnp.int32) if multiplicity is None
                     else jnp.asarray(multiplicity, jnp.int32))
 
@@ -318,14 +326,15 @@ def smooth_boost(
         return margins + y * votes, hypothesis
 
     def round_levels(level: jax.Array, t: jax.Array) -> tuple[jax.Array, Hypothesis]:
-        counts = jnp.zeros(n_rounds + 1, jnp.int32).at[level].add(multiplicity)
-        measure = LevelMeasure(level, level_weights(counts, kappa, learning_rate),
-                               multiplicity)
+        counts = jnp.zeros(n_rounds * resolution + 1, jnp.int32).at[level].add(multiplicity)
+        weights = level_weights(counts, kappa, jnp.asarray(learning_rate) / resolution)
+        measure = LevelMeasure(level, weights, multiplicity)
         hypothesis = weak_learner.fit(jax.random.fold_in(key, t), measure, data, y)
-        correct = weak_learner.predict(hypothesis, data) == y
-        return level + correct.astype(jnp.int32), hypothesis
+        votes = jnp.clip(weak_learner.predict(hypothesis, data), -1.0, 1.0)
+        gain = jnp.round(0.5 * resolution * (1.0 + y * votes)).astype(jnp.int32)
+        return level + gain, hypothesis
 
-    if weak_learner.discrete:
+    if resolution:
         _, hypotheses = jax.lax.scan(round_levels, jnp.zeros(y.shape, jnp.int32),
                                      jnp.arange(n_rounds))
     else:

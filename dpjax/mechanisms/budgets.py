@@ -29,19 +29,23 @@ def zcdp_budget(epsilon: ArrayLike, delta: float) -> jax.Array:
 
 
 def advanced_round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
-                           delta: float, iterations: int = 60) -> jax.Array:
-    """The largest ``e`` with ``sqrt(2 ln(1/δ)(ε_f² + r·e²)) + ε_f(e^{ε_f} − 1) + r·e(e^e − 1)
-    <= ε``: ``r`` rounds of ``e``-DP beside one ``ε_f``-DP release composed by the advanced
-    composition theorem (Dwork, Rothblum & Vadhan 2010, heterogeneous form; the stumps spec
-    §6.2 inverts it by bisection) with slack ``δ``; 0 if even ``e = 0`` does not fit."""
+                           delta: float, square_share: float = 1.0,
+                           iterations: int = 60) -> jax.Array:
+    """The largest ``e`` with ``sqrt(2 ln(1/δ)(ε_f² + r·q·e²)) + ε_f(e^{ε_f} − 1) +
+    r·q·e(e^e − 1) <= ε``: ``r`` rounds of ``e``-DP beside one ``ε_f``-DP release composed by
+    the advanced composition theorem (Dwork, Rothblum & Vadhan 2010, heterogeneous form; the
+    stumps spec §6.2 inverts it by bisection) with slack ``δ``; 0 if even ``e = 0`` does not
+    fit. A round made of releases of shares ``s_k`` of ``e`` (``Σ s_k = 1``) has ``q = Σ s_k²``
+    (``square_share``): its terms are ``Σ (s_k e)² = q·e²`` and ``Σ s_k e(e^{s_k e} − 1) <=
+    q·e(e^e − 1)`` (convexity), so the bound holds for every split of a round."""
     epsilon = jnp.asarray(epsilon, jnp.float32)
     fixed = jnp.asarray(fixed, jnp.float32)
     rounds = jnp.asarray(rounds, jnp.float32)
     log_term = math.log(1.0 / delta)
 
     def total(e: jax.Array) -> jax.Array:
-        return (jnp.sqrt(2.0 * log_term * (fixed**2 + rounds * e**2))
-                + fixed * jnp.expm1(fixed) + rounds * e * jnp.expm1(e))
+        return (jnp.sqrt(2.0 * log_term * (fixed**2 + rounds * square_share * e**2))
+                + fixed * jnp.expm1(fixed) + rounds * square_share * e * jnp.expm1(e))
 
     def halve(_: int, bracket: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         low, high = bracket
@@ -56,15 +60,17 @@ def advanced_round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLi
 
 
 def round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
-                  accounting: str) -> jax.Array:
+                  accounting: str, square_share: float = 1.0) -> jax.Array:
     """Per-round ``ε_0`` of ``r = rounds`` pure-DP rounds beside one ``ε_f = fixed`` release
     (a released sample size, say) within the total ``(ε, δ)`` (smooth boosting spec §3.4;
     stumps spec §6.2):
 
     * ``"basic"``: ``(ε − ε_f)/r``;
     * ``"advanced"``: the larger of that and :func:`advanced_round_epsilon` (``δ > 0``);
-    * ``"zcdp"``: the larger of that and ``sqrt(2(ρ − ε_f²/2)/r)``, ``ρ`` =
-      :func:`zcdp_budget` (``ε_0``-DP is ``ε_0²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4).
+    * ``"zcdp"``: the larger of that and ``sqrt(2(ρ − ε_f²/2)/(r·q))``, ``ρ`` =
+      :func:`zcdp_budget` (``ε_0``-DP is ``ε_0²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4; a
+      round of releases of shares ``s_k`` of ``ε_0`` is ``q·ε_0²/2``-zCDP, ``q = Σ s_k²`` =
+      ``square_share``).
 
     Both candidates hold (the ledger takes the smaller total of basic composition and the
     route's view). With ``δ = 0`` every route is basic."""
@@ -77,10 +83,10 @@ def round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta
     if delta <= 0.0 or accounting == "basic":
         return round_down(basic)
     if accounting == "advanced":
-        return jnp.maximum(round_down(basic), advanced_round_epsilon(epsilon, fixed, rounds,
-                                                                     delta))
-    return round_down(jnp.maximum(basic, jnp.sqrt(2.0 * round_rho(epsilon, fixed, rounds,
-                                                                   delta))))
+        return jnp.maximum(round_down(basic), advanced_round_epsilon(
+            epsilon, fixed, rounds, delta, square_share))
+    rho = round_rho(epsilon, fixed, rounds, delta) / square_share
+    return round_down(jnp.maximum(basic, jnp.sqrt(2.0 * rho)))
 
 
 def round_rho(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,

@@ -131,14 +131,14 @@ def stump_predict(stump: Stump, codes: jax.Array) -> jax.Array:
 
 def dp_stump_learner(n_codes_per_feature: np.ndarray, epsilon: ArrayLike | None,
                      kappa: ArrayLike, size: ArrayLike) -> WeakLearner:
-    """DP-1R as a discrete :class:`~dpjax.ensembles.smooth_boost.WeakLearner` with per-round
-    budget ``epsilon`` (``ε_b``; ``None``: not private), the booster's density ``kappa`` and the
-    public sample size ``size``."""
+    """DP-1R as a ``±1`` (``resolution=1``) :class:`~dpjax.ensembles.smooth_boost.WeakLearner`
+    with per-round budget ``epsilon`` (``ε_b``; ``None``: not private), the booster's density
+    ``kappa`` and the public sample size ``size``."""
     def fit(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Array) -> Stump:
         return dp_stump(key, measure, codes, y, n_codes_per_feature=n_codes_per_feature,
                         epsilon=epsilon, kappa=kappa, size=size)
 
-    return WeakLearner(fit, stump_predict, discrete=True)
+    return WeakLearner(fit, stump_predict, resolution=1)
 
 
 def code_label(spec: FeatureSpec, feature: int, code: int) -> str:

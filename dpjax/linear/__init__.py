@@ -1,0 +1,1 @@
+"""Linear weak learners over the one-hot binned features."""
