@@ -139,7 +139,8 @@ class SmoothBoost(Learner):
     learning_rate: float = traced(0.5, positive_float)
     min_signal: float = traced(50.0, positive_float)
     size_share: float = hyper(0.05, unit_interval(open_high=True))
-    tree_splits: int = hyper(3, positive_int(64))
+    tree_splits: int = hyper(2, positive_int(64))
+    leaf_share: float = hyper(0.1, unit_interval(open_high=True))
     calibration: str = hyper("provable", choice(*CALIBRATIONS))
     accounting: str = hyper("auto", choice("auto", *ACCOUNTING))
 
@@ -158,7 +159,8 @@ class SmoothBoost(Learner):
     def cost_per_signal(self) -> float:
         """``c`` of :func:`active_rounds` for the weak learner."""
         if self.weak_learner == "tree":
-            return 4.0 * self.tree_splits * SPLIT_SENSITIVITY[self.calibration]
+            return (2.0 * self.tree_splits * SPLIT_SENSITIVITY[self.calibration]
+                    / (1.0 - self.leaf_share))
         return 4.0
 
     @property
@@ -166,7 +168,7 @@ class SmoothBoost(Learner):
         """``Σ s_k²`` over the releases of one round (shares ``s_k`` of its ``ε_0``): 1 for a
         stump; ``t·(1/(2t))² + (1/2)²`` for a tree's splits and leaves."""
         if self.weak_learner == "tree":
-            return 1.0 / (4 * self.tree_splits) + 0.25
+            return (1.0 - self.leaf_share) ** 2 / self.tree_splits + self.leaf_share**2
         return 1.0
 
     @property
@@ -191,9 +193,17 @@ class SmoothBoost(Learner):
             return dp_stump_learner(codes, epsilon, kappa, size)
         if self.weak_learner == "tree":
             return dp_topdown_learner(codes, self.tree_splits, epsilon, kappa, size,
-                                      self.calibration)
+                                      self.calibration, self.leaf_share)
         rho = None if epsilon is None else 0.5 * epsilon**2
-        return dp_halfspace_learner(codes, rho, kappa, size, context.delta / self.n_rounds)
+        return dp_halfspace_learner(codes, rho, kappa, size, self.round_delta(context.delta))
+
+    def round_delta(self, delta: float) -> float:
+        """The ``δ`` at which a Gaussian round states its own ``(ε, δ)``: the largest float32
+        at most ``δ/n_rounds``, so that the rounds' ``δ`` sum within ``δ`` in the basic view."""
+        share = np.float32(delta / self.n_rounds)
+        if float(share) > delta / self.n_rounds:
+            share = np.nextafter(share, np.float32(0.0))
+        return float(share)
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
@@ -241,8 +251,9 @@ class SmoothBoost(Learner):
 
     def released(self, hypotheses: Any, live: jax.Array, costs: dict[str, Any],
                  private: bool) -> Any:
-        """The live rounds' hypotheses (later rounds abstain: vote 0) without their costs,
-        which go to ``costs`` (gated: an abstaining round spent nothing)."""
+        """The live rounds' hypotheses without their costs, which go to ``costs`` (gated: an
+        abstaining round spent nothing). Every field of a round after ``R`` is zeroed (its votes
+        are 0): those rounds were computed (static shapes) but are not released."""
         if self.weak_learner == "stump":
             if private:
                 costs["1-rules (DP-1R)"] = hypotheses.cost.gated(live)
@@ -254,8 +265,11 @@ class SmoothBoost(Learner):
             if private:
                 costs["tree splits (DP-TopDown)"] = hypotheses.split_cost.gated(live[:, None])
                 costs["tree leaf labels (DP-TopDown)"] = hypotheses.leaf_cost.gated(live)
-            return hypotheses._replace(label=jnp.where(live[:, None], hypotheses.label, 0),
-                                       split_cost=None, leaf_cost=None)
+            def masked(a: jax.Array) -> jax.Array:
+                return jnp.where(live[:, None], a, 0)
+
+            return TopDownTree(masked(hypotheses.split_leaf), masked(hypotheses.feature),
+                               masked(hypotheses.code), masked(hypotheses.label), None, None)
         if private:
             costs["halfspaces (Gaussian)"] = hypotheses.cost.gated(live)
         return Halfspace(jnp.where(live[:, None, None], hypotheses.weight, 0.0), None)

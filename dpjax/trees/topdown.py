@@ -125,7 +125,8 @@ def split_gains(codes: jax.Array, y: jax.Array, measure: LevelMeasure, slot: jax
 
 def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.Array, *,
                n_codes_per_feature: np.ndarray, n_splits: int, epsilon: ArrayLike | None,
-               kappa: ArrayLike, size: ArrayLike, calibration: str = "provable") -> TopDownTree:
+               kappa: ArrayLike, size: ArrayLike, calibration: str = "provable",
+               leaf_share: float = 0.5) -> TopDownTree:
     """DP-TopDown (Algorithm 2, §4.5's calibration): ``n_splits`` best-first splits, each by
     permute-and-flip on the gains (:func:`split_gains`) with budget ``ε_b/(2t)``, then the leaf ×
     label masses with one Laplace release of budget ``ε_b/2`` (``epsilon`` is the round's
@@ -137,7 +138,7 @@ def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.A
     literal_ok = valid_thresholds(n_codes_per_feature + 1, n_codes).reshape(-1)
     if epsilon is not None:
         split_sens, leaf_sens = topdown_sensitivities(size, kappa, levels, calibration)
-        split_eps = jnp.asarray(epsilon, jnp.float32) / (2 * n_splits)
+        split_eps = jnp.asarray(epsilon, jnp.float32) * (1.0 - leaf_share) / n_splits
     keys = jax.random.split(key, n_splits + 2)
     slot = jnp.zeros(codes.shape[0], jnp.int32)
     picks, costs = [], []
@@ -164,7 +165,8 @@ def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.A
         leaf_cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "none (not private)")
     else:
         noisy, leaf_cost = laplace_mechanism(keys[-2], mass, leaf_sens,
-                                             jnp.asarray(epsilon, jnp.float32) / 2, bound=1.0,
+                                             jnp.asarray(epsilon, jnp.float32) * leaf_share,
+                                             bound=1.0,
                                              label="L1 4/(κn), leaf × label masses")
     coin = jnp.where(jax.random.bernoulli(keys[-1], 0.5, (n_slots,)), 1, -1)
     label = jnp.where(noisy[:, 1] > noisy[:, 0], 1,
@@ -190,7 +192,7 @@ def topdown_predict(tree: TopDownTree, codes: jax.Array) -> jax.Array:
 
 def dp_topdown_learner(n_codes_per_feature: np.ndarray, n_splits: int,
                        epsilon: ArrayLike | None, kappa: ArrayLike, size: ArrayLike,
-                       calibration: str = "provable") -> WeakLearner:
+                       calibration: str = "provable", leaf_share: float = 0.5) -> WeakLearner:
     """DP-TopDown as a ``±1`` (``resolution=1``) :class:`~dpjax.ensembles.smooth_boost.
     WeakLearner` with per-round budget ``epsilon`` (``None``: not private)."""
     if calibration not in CALIBRATIONS:
@@ -200,7 +202,7 @@ def dp_topdown_learner(n_codes_per_feature: np.ndarray, n_splits: int,
             y: jax.Array) -> TopDownTree:
         return dp_topdown(key, measure, codes, y, n_codes_per_feature=n_codes_per_feature,
                           n_splits=n_splits, epsilon=epsilon, kappa=kappa, size=size,
-                          calibration=calibration)
+                          calibration=calibration, leaf_share=leaf_share)
 
     return WeakLearner(fit, topdown_predict, resolution=1)
 
