@@ -1,6 +1,7 @@
 """Audit every learner and mode of dpjax, and the canaries, with many draws.
 
-    python audits/run_audits.py            # the committed table (about 25 minutes on 2 cores)
+    python audits/run_audits.py --n 20000  # the committed table (30 minutes on 2 cores)
+    python audits/run_audits.py            # 50,000 draws per side (about 75 minutes)
     python audits/run_audits.py --n 2000   # a quick look
 
 For every configuration: ε ∈ {0.1, 1} under add/remove and replace-one neighbours, ``n`` pilot

@@ -212,13 +212,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args(argv)
-    peers = not args.no_peers
-    if peers:
-        try:
-            import diffprivlib  # noqa: F401
-        except ImportError:
-            print("diffprivlib not installed (pip install '.[peers]'): running dpjax only")
-            peers = False
+    peers = harness.diffprivlib_wanted(not args.no_peers)
     if args.quick:
         noise_rates, epsilons, seeds = (0.0, 0.1, 0.3), (0.3, 1.0, 10.0), 2
     else:

@@ -438,6 +438,18 @@ def format_error(error: float, ci: float, setting: str | float | None = None) ->
     return text
 
 
+def diffprivlib_wanted(wanted: bool) -> bool:
+    """``wanted``, unless diffprivlib is not installed (then say so and run dpjax only)."""
+    if not wanted:
+        return False
+    try:
+        import diffprivlib  # noqa: F401
+    except ImportError:
+        print("diffprivlib not installed (pip install '.[peers]'): running dpjax only")
+        return False
+    return True
+
+
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the non-interactive Agg backend (reports write PNGs only)."""
     import matplotlib

@@ -264,13 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--weak-learner", choices=tuple(LEARNER_NAMES), default="stump")
     args = parser.parse_args(argv)
-    peers = not args.no_peers
-    if peers:
-        try:
-            import diffprivlib  # noqa: F401
-        except ImportError:
-            print("diffprivlib not installed (pip install '.[peers]'): running dpjax only")
-            peers = False
+    peers = harness.diffprivlib_wanted(not args.no_peers)
     datasets, folds, seeds = (("mushroom",), 2, 2) if args.quick else (DATASETS, FOLDS, SEEDS)
     start = time.perf_counter()
     df = run(datasets, folds, seeds, peers, args.weak_learner)
