@@ -3,6 +3,7 @@
     python audits/run_audits.py --n 20000  # the committed table (30 minutes on 2 cores)
     python audits/run_audits.py            # 50,000 draws per side (about 75 minutes)
     python audits/run_audits.py --n 2000   # a quick look
+    python audits/run_audits.py --n 20000 --only "trees" --merge   # rerun matching modes
 
 For every configuration: ε ∈ {0.1, 1} under add/remove and replace-one neighbours, ``n`` pilot
 draws per side choose a distinguishing event and ``n`` fresh draws per side measure it
@@ -86,6 +87,12 @@ CONFIGS = [
            dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3)),
     Config("smooth_boost", "DP-TopDown trees (provable), 2 rounds, 2 splits",
            dict(weak_learner="tree", n_rounds=2, tree_splits=2, min_signal=1e-3)),
+    Config("smooth_boost", "DP-TopDown trees (provable), 3 rounds, 1 split, zCDP, δ=1e-5",
+           dict(weak_learner="tree", n_rounds=3, tree_splits=1, min_signal=1e-3,
+                accounting="zcdp", delta=1e-5)),
+    Config("smooth_boost", "DP-TopDown trees (provable), 3 rounds, 1 split, advanced, δ=1e-5",
+           dict(weak_learner="tree", n_rounds=3, tree_splits=1, min_signal=1e-3,
+                accounting="advanced", delta=1e-5)),
     Config("smooth_boost", "DP-TopDown trees, paper's 4/(κn) (not private)",
            dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3,
                 calibration="paper"), private=False),
@@ -102,10 +109,13 @@ def dataset() -> tuple[pd.DataFrame, np.ndarray, dict]:
     return X, (X.a > 0.5).astype(int).to_numpy(), {"a": (0.0, 1.0), "b": (0.0, 1.0)}
 
 
-def run(n: int) -> pd.DataFrame:
+def run(n: int, only: str | None = None) -> pd.DataFrame:
+    """Every configuration (those whose mode contains ``only``, without the canaries)."""
     X, y, bounds = dataset()
     rows = []
     for index, config in enumerate(CONFIGS):
+        if only is not None and only not in config.mode:
+            continue
         for epsilon in EPSILONS:
             for relation in RELATIONS:
                 budget = [epsilon, 2 * epsilon] if config.sweep else epsilon
@@ -117,6 +127,8 @@ def run(n: int) -> pd.DataFrame:
                 rows.append(_row(config.learner, config.mode, relation, report,
                                  private=config.private))
                 print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
+    if only is not None:
+        return pd.DataFrame(rows)
     for canary in canaries(1.0):
         report = audit_release(canary.release, canary.data, canary.data_prime,
                                epsilon=canary.epsilon, n=min(n, 20_000), key=1,
@@ -174,13 +186,27 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50_000, help="draws per side (pilot and "
                         "measurement each)")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--only", help="audit only the modes containing this text")
+    parser.add_argument("--merge", action="store_true", help="replace those rows of the "
+                        "committed table (in --out) instead of writing a new one")
     args = parser.parse_args()
     start = time.perf_counter()
-    table = run(args.n)
+    table = run(args.n, args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    seconds = time.perf_counter() - start
+    if args.merge:
+        old = pd.read_csv(out / "audits.csv")
+        key = ["learner", "mode", "neighbouring", "claimed_epsilon"]
+        kept = old.merge(table[key], on=key, how="left", indicator=True)["_merge"] == "left_only"
+        order = {(c.learner, c.mode): i for i, c in enumerate(CONFIGS)}
+        table = pd.concat([old[kept.to_numpy()], table], ignore_index=True)
+        rank = np.array([order.get(pair, len(order))
+                         for pair in zip(table["learner"], table["mode"], strict=True)])
+        table = table.iloc[np.lexsort((table.index, rank))].reset_index(drop=True)
+        seconds += float(old["seconds"].sum())
     table.to_csv(out / "audits.csv", index=False)
-    (out / "audits.md").write_text(report(table, time.perf_counter() - start))
+    (out / "audits.md").write_text(report(table, seconds))
     print(f"wrote {out / 'audits.md'}")
 
 
