@@ -7,7 +7,7 @@
 """
 
 from dpjax import data, ensembles, learners, losses, mechanisms, trees
-from dpjax.api import Model, Sweep, Timings, as_key, fit, sweep
+from dpjax.api import Model, Sweep, Timings, as_key, clear_caches, fit, sweep
 from dpjax.auditing import AuditReport, audit
 from dpjax.data import list_datasets, load_dataset
 from dpjax.learners import LEARNERS
@@ -25,6 +25,7 @@ __all__ = [
     "Sweep",
     "Timings",
     "as_key",
+    "clear_caches",
     "audit",
     "data",
     "ensembles",

@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpjax import model as _model
+from dpjax import preparation as _preparation
 from dpjax.keys import as_key, grid_keys, seed_list
 from dpjax.learners import Learner, get_learner
 from dpjax.mechanisms import check_epsilon
@@ -29,7 +31,8 @@ from dpjax.preparation import (
     run_timed,
 )
 
-__all__ = ["SENSITIVITY", "Model", "Sweep", "Timings", "as_key", "fit", "grid_keys", "sweep"]
+__all__ = ["SENSITIVITY", "Model", "Sweep", "Timings", "as_key", "clear_caches", "fit", "grid_keys",
+           "sweep"]
 
 
 def fit(
@@ -189,3 +192,14 @@ def sweep(
         for i, (g, config) in enumerate(zip(grid, configs, strict=True)))
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
                  Timings(compile_s, run_s), on_out_of_bounds)
+
+
+def clear_caches() -> None:
+    """Drop every compiled fit and prediction program, dpjax's and JAX's. Each XLA CPU
+    executable holds memory mappings (code pages); a long process that compiles many distinct
+    shapes or configurations (a test suite, a large experiment) can otherwise reach the
+    kernel's limit (``vm.max_map_count``) and crash in the compiler. Later fits recompile."""
+    _preparation._COMPILED.clear()
+    for cached in (_model._jitted_proba, _model._jitted_predict, _model._jitted_sweep):
+        cached.cache_clear()
+    jax.clear_caches()

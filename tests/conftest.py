@@ -32,6 +32,15 @@ Z = 5.0
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop the compiled programs after each test module (:func:`dpjax.clear_caches`): the
+    whole suite's XLA executables would exceed the kernel's memory-mapping limit
+    (``vm.max_map_count``) and crash the compiler in a later module."""
+    yield
+    dpjax.clear_caches()
+
+
 def small(method: str) -> dict[str, int]:
     """Small, fast sizes of ``method`` for the tests that run every learner: two trees of depth
     two, or three rounds for the smooth booster (which has no trees)."""

@@ -81,3 +81,16 @@ def test_as_key_keeps_all_64_bits():
             dpjax.as_key(bad)
     # None draws fresh OS entropy every time
     assert not np.array_equal(data(dpjax.as_key(None)), data(dpjax.as_key(None)))
+
+
+def test_clear_caches_drops_compiled_programs_and_later_fits_recompile(banknote):
+    """``dpjax.clear_caches`` empties dpjax's compiled-fit cache; the same fit afterwards
+    compiles again and releases the same model (the key fixes it)."""
+    X, y, bounds = banknote
+    fit = dict(method="random_trees", epsilon=1.0, key=0, n_trees=2, depth=2, bounds=bounds)
+    first = dpjax.fit(X, y, **fit)
+    dpjax.clear_caches()
+    assert not dpjax.preparation._COMPILED
+    second = dpjax.fit(X, y, **fit)
+    assert second.timings.compile_s > 0.0
+    chex.assert_trees_all_equal(first.params, second.params)
