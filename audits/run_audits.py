@@ -45,10 +45,13 @@ class Config:
 
 
 CONFIGS = [
-    Config("boosted", "cyclic Newton (defaults)", dict()),
+    Config("boosted", "Newton defaults (shape auto)", dict()),
+    Config("boosted", "Newton, cyclic shape", dict(shape="cyclic")),
     Config("boosted", "random shape, T=2, d=2", dict(shape="random", n_trees=2, depth=2)),
     Config("boosted", "random shape, T=60, d=1, δ=1e-5 (zCDP split)",
            dict(shape="random", n_trees=60, depth=1, delta=1e-5, min_signal=1e-3)),
+    Config("boosted", "Newton, Gaussian rounds, δ=1e-5 (zCDP)",
+           dict(noise="gaussian", delta=1e-5, min_signal=1e-3)),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),

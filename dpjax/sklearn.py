@@ -175,6 +175,7 @@ class DPBoostedTreesClassifier(_DPClassifier):
         regularisation: float = Boosted.regularisation,
         min_signal: float = Boosted.min_signal,
         prior_share: float = Boosted.prior_share,
+        noise: str = Boosted.noise,
         bounds: Any = None,
         classes: Sequence[Any] | None = None,
         n_bins: int = 10,

@@ -10,8 +10,10 @@ convention), the library's default 10 equal-width bins, stratified 70/30 splits 
 Every method sees the same splits:
 
 * dpjax ``boosted`` with its defaults (pure ``ε``-DP, ``δ = 0``), and the ablation: the same
-  with ``δ = 1e-6`` (zCDP split), without shrinkage (``regularisation`` tiny), with a 5x
-  smaller prior share, the random-structure shape, Mα-boost (``malpha``) with its defaults
+  with ``δ = 1e-6`` (zCDP split of Laplace releases; and with discrete Gaussian rounds,
+  ``noise="gaussian"``), without shrinkage (``regularisation`` tiny), with a 5x
+  smaller prior share, each of the two shapes the default ``"auto"`` picks from (cyclic,
+  random structure), Mα-boost (``malpha``) with its defaults
   (counts leaves composed in parallel) and with the paper's value/fold leaves (sequential leaf
   budgets), Mα-boost with ``T = 20, d = 3, α = O.C`` (its defaults otherwise) against
   ``rf_laplace``, and ``random_trees``;
@@ -59,8 +61,10 @@ ISSUE_BEST_PEER = {"adult_train": (0.786, 0.820, 0.832), "banknote": (0.689, 0.9
 DPJAX_VARIANTS = {
     "boosted": ("boosted", {}, 0.0),
     "boosted δ=1e-6 (zCDP)": ("boosted", {}, 1e-6),
+    "boosted δ=1e-6, Gaussian noise": ("boosted", {"noise": "gaussian"}, 1e-6),
     "boosted, no shrinkage": ("boosted", {"regularisation": 1e-6}, 0.0),
     "boosted, prior share 0.02": ("boosted", {"prior_share": 0.02}, 0.0),
+    "boosted, cyclic": ("boosted", {"shape": "cyclic"}, 0.0),
     "boosted, random trees d=4": ("boosted", {"shape": "random"}, 0.0),
     "malpha": ("malpha", {}, 0.0),
     "malpha, paper's value/fold leaves": (

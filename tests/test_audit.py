@@ -73,6 +73,7 @@ MODES = [
     ("boosted", dict()),
     ("boosted", dict(shape="random", n_trees=2, depth=2)),
     ("boosted", dict(shape="random", n_trees=60, depth=1, delta=1e-5, min_signal=1e-3)),
+    ("boosted", dict(noise="gaussian", delta=1e-5, min_signal=1e-3)),
     ("malpha", dict(n_trees=1, depth=2, budget="paper")),
     ("random_trees", dict(n_trees=1, depth=2)),
     ("rf_laplace", dict(n_trees=1, depth=1)),

@@ -141,6 +141,7 @@ MODES = [
     ("boosted", {}),
     ("boosted", {"shape": "random"}),
     ("boosted", {"prior_share": 0.5, "learning_rate": 0.3}),
+    ("boosted", {"noise": "gaussian", "delta": 1e-6, "min_signal": 1.0}),
     ("random_trees", {}),
     ("random_trees", {"voting": "majority", "leaf_estimate": "paper"}),
     ("random_trees", {"threshold_range": "cell", "leaf_composition": "leaf"}),

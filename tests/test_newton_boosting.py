@@ -17,15 +17,20 @@ import pytest
 import dpjax
 from dpjax.ensembles.newton import (
     EPOCHS_EPSILON,
+    GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
     PRIOR_LABEL,
     ROUNDS_LABEL,
     STEP_CLIP,
     active_rounds,
+    auto_uses_random,
+    cell_bound,
     fit_newton_boosted,
     gradient_stats,
     newton_decision,
     newton_moves,
+    noise_scale,
+    release_sums,
     round_budgets,
     zcdp_budget,
 )
@@ -96,6 +101,67 @@ def test_round_budgets_stay_within_the_request_under_the_composition_used(epsilo
         assert budget["round"] == pytest.approx(0.9 * epsilon / rounds, rel=1e-5)
 
 
+def test_per_record_gradient_and_hessian_have_l2_norm_at_most_one_unit_plus_root_two():
+    """The Gaussian rounds' L2 sensitivity: ``g² + h² <= 1`` (``max_p p²(1 + (1 − p)²) = 1``)
+    and the two floors add at most ``√2`` units."""
+    scores = jnp.linspace(-40.0, 40.0, 20_001)
+    for label in (0, 1):
+        stats = np.asarray(gradient_stats(scores, jnp.full(scores.shape, label), private=True),
+                           np.float64)
+        assert np.all(np.hypot(stats[:, 0], stats[:, 1]) <= GRAD_UNIT + math.sqrt(2))
+        exact = np.asarray(gradient_stats(scores, jnp.full(scores.shape, label), False))
+        assert np.all(np.hypot(exact[:, 0], exact[:, 1]) <= 1.0 + 1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
+@pytest.mark.parametrize("rounds", [3, 14, 400])
+@pytest.mark.parametrize("delta", [1e-6, 1e-3])
+def test_gaussian_budgets_compose_in_zcdp_within_the_request(epsilon, rounds, delta):
+    budget = {k: float(v) for k, v in round_budgets(epsilon, rounds, prior_share=0.1,
+                                                    delta=delta, noise="gaussian").items()}
+    rho = budget["prior"] ** 2 / 2 + rounds * budget["round"]   # Laplace prior: ε_0²/2
+    assert zcdp_to_dp(rho, delta) <= epsilon
+    assert zcdp_to_dp(rho, delta) >= epsilon * (1 - 1e-3)
+
+
+def test_gaussian_round_release_is_centred_with_the_stated_noise():
+    """The discrete Gaussian round: the released sums are the sums (in rows) plus noise of the
+    grid's standard deviation, within the variance-derived tolerance over 4000 draws; sums
+    beyond the cell bound (``2**12`` standard deviations at most) are clipped to it."""
+    sums = jnp.array([[512, 128], [-2560, 64], [GRAD_UNIT * 10**6, 0]], jnp.int32)
+    rho = jnp.float32(0.02)
+    keys = jax.random.split(jax.random.key(0), 4000)
+    released, cost = jax.vmap(lambda k: release_sums(k, sums, rho, 1.0, "gaussian", 1e-6))(keys)
+    sigma = float(noise_scale(rho, 1.0, "gaussian", 3))
+    assert float(cost.rho[0]) <= 0.02
+    assert sigma == pytest.approx((1 + 2 / GRAD_UNIT) / math.sqrt(2 * 0.02), rel=0.08)
+    released = np.asarray(released, np.float64)
+    bound = float(cell_bound(1 + 2 / GRAD_UNIT, rho))       # 2**12 σ, below 2**16 rows here
+    assert 3500 * sigma < bound < GAUSSIAN_CELL_BOUND
+    target = np.array([[2.0, 0.5], [-10.0, 0.25], [bound, 0.0]])
+    mean_tolerance = 5 * sigma / math.sqrt(len(keys))
+    np.testing.assert_allclose(released.mean(0), target, atol=mean_tolerance)
+    np.testing.assert_allclose(released.std(0), sigma, rtol=5 / math.sqrt(2 * len(keys)))
+
+
+def test_gaussian_noise_needs_delta_and_its_ledger_composes_rhos():
+    X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
+    bounds = {c: (0.0, 1.0) for c in X.columns}
+    with pytest.raises(ValueError, match="delta"):
+        dpjax.fit(X, Y, method="boosted", epsilon=1.0, bounds=bounds, noise="gaussian")
+    model = dpjax.fit(X, Y, method="boosted", epsilon=1.0, delta=1e-6, bounds=bounds, key=0,
+                      n_bins=8, noise="gaussian", shape="random", n_trees=40, depth=2,
+                      min_signal=1e-3)
+    ledger = model.privacy
+    rounds = [e for e in ledger.entries if e.what == ROUNDS_LABEL]
+    assert rounds and all(e.rho is not None and "Gaussian" in e.mechanism for e in rounds)
+    assert sum(e.count for e in rounds) == 40
+    assert ledger.epsilon == ledger.zcdp_view[0] <= 1.0
+    assert ledger.epsilon >= 0.9 and ledger.delta == 1e-6
+    assert "zCDP composition" in str(ledger) and "basic epsilon" in str(ledger)
+    assert np.mean(model.predict(X) == Y) > 0.8
+
+
 def test_zcdp_budget_converts_back_to_epsilon():
     for epsilon in (0.01, 1.0, 30.0):
         rho = float(zcdp_budget(epsilon, 1e-6))
@@ -130,7 +196,7 @@ def test_default_schedule_is_a_function_of_public_quantities_only():
     # ε, the feature count, the configuration and the *released* size: no data argument
     assert list(inspect.signature(active_rounds).parameters) == [
         "epsilon", "n_features", "shape", "n_trees", "size", "cells", "min_signal",
-        "prior_share"]
+        "prior_share", "noise", "delta"]
     # few released rows at a small ε: fewer, less noisy rounds (at least one)
     assert float(active_rounds(0.1, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 1
     assert float(active_rounds(1.0, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 15
@@ -148,6 +214,29 @@ def test_default_schedule_is_a_function_of_public_quantities_only():
         chex.assert_trees_all_equal(costs[0], costs[1])
         live = np.asarray(costs[0][ROUNDS_LABEL].epsilon) > 0
         assert live.sum() == float(active_rounds(epsilon, 3, "cyclic", 20))
+
+
+def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_a_pass():
+    """``shape="auto"`` reads the public schedule only: at ε = 0.05 on 400 rows the cyclic
+    shape affords one round for three features, so the fit boosts random trees (the table is
+    empty, the rounds are the random schedule's); at ε = 8 it makes two cyclic passes."""
+    assert list(inspect.signature(auto_uses_random).parameters) == [
+        "cyclic_rounds", "n_features", "shape"]
+    assert bool(auto_uses_random(jnp.float32(2.0), 3, "auto"))
+    assert not bool(auto_uses_random(jnp.float32(3.0), 3, "auto"))
+    assert not bool(auto_uses_random(jnp.float32(1.0), 3, "cyclic"))
+    codes, y = jnp.asarray(CODES), jnp.asarray(Y)
+    small, small_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(0.05),
+                                            n_codes_per_feature=N_CODES)
+    assert np.all(np.asarray(small.table) == 0) and np.any(np.asarray(small.trees.leaf) != 0)
+    live = np.asarray(small_costs[ROUNDS_LABEL].epsilon) > 0
+    assert 1 <= live.sum() <= 20 and not live[20:].any()       # at most the 20 random trees
+    large, large_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(8.0),
+                                            n_codes_per_feature=N_CODES)
+    assert np.all(np.asarray(large.trees.leaf) == 0) and np.any(np.asarray(large.table) != 0)
+    assert int((np.asarray(large_costs[ROUNDS_LABEL].epsilon) > 0).sum()) == 6
+    for model in (small, large):
+        assert np.mean(np.asarray(newton_decision(model, codes) > 0) == Y) > 0.6
 
 
 # --- the prior and the moves ----------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import jax
 
 from dpjax.ensembles.newton import (
+    NOISES,
     SHAPES,
     NewtonBoostedModel,
     fit_newton_boosted,
@@ -35,20 +36,25 @@ from dpjax.learners.forests import MAX_DEPTH
 class Boosted(Learner):
     """Private Newton boosting of the logistic loss (binary labels): a released prior, then
     rounds of cells (``shape="cyclic"``: one feature's codes per round, features cycled, as
-    DP-EBM; ``"random"``: the leaves of a random-structure tree) whose noisy gradient/hessian
-    sums give shrunk Newton moves. ``learning_rate`` and ``regularisation`` are traced
-    (sweepable); the number of rounds is a public function of ``ε`` and the feature count
+    DP-EBM; ``"random"``: the leaves of a random-structure tree; ``"auto"``, the default: the
+    cyclic shape unless its public schedule cannot afford one pass over the features) whose
+    noisy gradient/hessian sums give shrunk Newton moves. ``learning_rate`` and
+    ``regularisation`` are traced (sweepable); the number of rounds is a public function of
+    ``ε``, the feature count and the released size
     (:func:`dpjax.ensembles.newton.active_rounds`). With ``delta > 0`` the releases are also
-    composed in zCDP. Fields as :func:`dpjax.ensembles.newton.fit_newton_boosted`."""
+    composed in zCDP; ``noise="gaussian"`` (``delta > 0``) draws discrete Gaussian noise
+    instead of Laplace, ``ρ`` per release. Fields as
+    :func:`dpjax.ensembles.newton.fit_newton_boosted`."""
 
     name: ClassVar[str] = "boosted"
-    shape: str = hyper("cyclic", choice(*SHAPES))
+    shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     learning_rate: float = traced(1.0, positive_float)
     regularisation: float = traced(1.0, positive_float)
     min_signal: float = traced(4.0, positive_float)
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
+    noise: str = hyper("laplace", choice(*NOISES))
 
     @property
     def composition(self) -> str:
@@ -62,7 +68,7 @@ class Boosted(Learner):
             key, codes, y, epsilon, **traced, n_codes_per_feature=context.n_codes_per_feature,
             shape=self.shape, n_trees=self.n_trees, depth=self.depth,
             prior_share=self.prior_share, sensitivity=context.sensitivity, delta=context.delta,
-            structure_key=context.structure_key)
+            noise=self.noise, structure_key=context.structure_key)
 
     def proba(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
         return newton_proba(params, codes)
@@ -74,5 +80,5 @@ class Boosted(Learner):
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes and per-record statistics, the rounds' moves and the random trees."""
         rounds = max_rounds(n, self.shape, self.n_trees)
-        cells = max_codes if self.shape == "cyclic" else 2**self.depth
+        cells = max(max_codes, 2**self.depth)
         return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)

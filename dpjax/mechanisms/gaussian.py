@@ -112,6 +112,17 @@ def gaussian_grid_step(l2_sensitivity: ArrayLike, rho: ArrayLike, coordinates: i
     return jnp.where(valid, multiplier * _pow2(exponent), jnp.nan)
 
 
+def free_bound(l2_sensitivity: ArrayLike, rho: ArrayLike) -> jax.Array:
+    """The largest public bound ``B`` that does not set the grid of a release at ``(Δ₂, ρ)``:
+    ``2**12·Δ₂/sqrt(2ρ)`` rounded down, half the ``B`` at which ``B·2**−28`` would reach the
+    sensitivity's step ``Δ₂/(2**15·sqrt(2ρ))`` (the noise's standard deviation is then set by
+    ``(Δ₂, ρ)`` alone). Values beyond ``±B`` are clipped: a caller whose values may exceed it
+    trades their accuracy, never the privacy."""
+    sigma = jnp.asarray(l2_sensitivity, jnp.float32) / jnp.sqrt(2.0 * jnp.asarray(rho,
+                                                                                  jnp.float32))
+    return round_down(sigma * 2.0**12)
+
+
 def grid_floor(value: jax.Array, exponent: jax.Array, multiplier: jax.Array) -> jax.Array:
     """``floor(value / (multiplier·2**exponent))`` exactly, as int32 (float32 ``value`` with
     ``|value| <= 2**28·multiplier·2**exponent``, integer ``1 <= multiplier <= 32``).
