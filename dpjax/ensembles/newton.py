@@ -127,7 +127,8 @@ def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_tree
     and the *released* size only, never of the data itself.
 
     The most rounds: ``n_trees`` trees (random shape), or one pass over the ``n`` features,
-    two from ``ε >= EPOCHS_EPSILON`` and without DP (cyclic shape). Under DP with a released
+    two from ``ε >= EPOCHS_EPSILON`` and without DP (cyclic shape, and ``"auto"`` before its
+    choice: the maximum that decides the zCDP split of the prior's budget). Under DP with a released
     size ``ñ`` (the prior's noisy class counts), no more rounds than keep the average cell's
     row count ``ñ/cells`` at ``min_signal`` times the round's noise scale: the Laplace scale
     ``R/ε_rounds``, so ``R <= ñ·(1 − prior_share)·ε / (cells·min_signal)``; or with Gaussian
@@ -137,8 +138,6 @@ def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_tree
     rounds."""
     if shape == "random":
         most = jnp.float32(n_trees)
-    elif shape == "auto":
-        most = jnp.float32(max_rounds(n_features, shape, n_trees))
     elif epsilon is None:
         return jnp.float32(2 * n_features)
     else:
