@@ -41,12 +41,13 @@ composed in zCDP: when the zCDP split of ``ρ`` (the largest zCDP budget that co
 number of rounds, every release takes its zCDP share (``ε_r = sqrt(2ρ_rounds/R)``); the ledger
 states both views and keeps the smaller total (both hold).
 
-``noise="gaussian"`` (needs ``δ > 0``) releases the prior and every round with the exact
-discrete Gaussian (:func:`dpjax.mechanisms.gaussian_mechanism`) instead: a record's ``(g, h)``
-has L2 norm at most 1 as well, each release is ``ρ``-zCDP with ``ρ_0 = prior_share·ρ`` and
-``ρ_r = (1 − prior_share)·ρ/R`` of ``ρ(ε, δ)``, and the ledger composes the ``ρ``'s (the noise
-per round grows as ``√R`` rather than ``R``; at the same ``ρ`` its standard deviation is the
-Laplace scale, ``1/√2`` of the Laplace noise's).
+``noise="gaussian"`` (needs ``δ > 0``) releases every round with the exact discrete Gaussian
+(:func:`dpjax.mechanisms.gaussian_mechanism`) instead: a record's ``(g, h)`` has L2 norm at
+most 1 as well, and each round is ``ρ_r``-zCDP with ``ρ_r = (1 − prior_share)·ρ/R`` of
+``ρ(ε, δ)``. The prior stays a Laplace release (its counts are too large for the Gaussian's
+grid) at ``ε_0 = sqrt(2·prior_share·ρ)``, which is ``prior_share·ρ``-zCDP. The ledger composes
+the ``ρ``'s (the noise per round grows as ``√R`` rather than ``R``; at the same ``ρ`` its
+standard deviation is the Laplace scale, ``1/√2`` of the Laplace noise's).
 
 The number of active rounds ``R`` is a function of public quantities only (:func:`active_rounds`):
 one pass over the features (in a data-independent random order), two at ``ε >= EPOCHS_EPSILON``,
@@ -243,6 +244,13 @@ def release_prior(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
     return jnp.log(counts[1] / counts[0]), counts.sum(), cost
 
 
+def round_sensitivity(sensitivity: float) -> float:
+    """A round's sensitivity in rows, L1 and L2 alike: ``sensitivity·(1 + 2**−(GRAD_BITS − 1))``
+    (a record's ``(g, h)`` has both norms at most 1; the two fixed-point floors add at most 2
+    units, :func:`release_sums`)."""
+    return sensitivity * (1.0 + 2.0 / GRAD_UNIT)
+
+
 def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity: float,
                  noise: str, delta: float) -> tuple[jax.Array, Cost]:
     """One round's cell sums ``[C, 2]`` (int32 units of ``2**−GRAD_BITS``) released as float
@@ -257,7 +265,7 @@ def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity
     if noise == "gaussian":
         units = jnp.clip(sums, -int(GAUSSIAN_CELL_BOUND) * GRAD_UNIT,
                          int(GAUSSIAN_CELL_BOUND) * GRAD_UNIT)
-        l2 = sensitivity * (1.0 + 2.0 / GRAD_UNIT)
+        l2 = round_sensitivity(sensitivity)
         return gaussian_mechanism(
             key, units.astype(jnp.float32) * (1.0 / GRAD_UNIT), l2, budget,
             bound=cell_bound(l2, budget), delta=delta,
@@ -280,7 +288,7 @@ def cell_bound(l2_sensitivity: ArrayLike, rho: ArrayLike) -> jax.Array:
 def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
     """A round's noise scale per sum (in rows): the Laplace ``b = Δ/ε_r`` or the Gaussian's
     standard deviation ``σ = g·2**15`` on its grid step ``g``."""
-    l1_or_l2 = sensitivity * (1.0 + 2.0 / GRAD_UNIT)
+    l1_or_l2 = round_sensitivity(sensitivity)
     if noise == "gaussian":
         return NOISE_BITS_SCALE * gaussian_grid_step(l1_or_l2, budget, 2 * cells,
                                                      cell_bound(l1_or_l2, budget))
@@ -365,11 +373,10 @@ def fit_newton_boosted(
                                zcdp_rounds=most, noise=noise)
         scale = noise_scale(budget["round"], sensitivity, noise, n_cells)
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
-    else:
+    else:   # without DP "auto" is cyclic: active_rounds gave its two passes
         prior, _, _ = release_prior(k_prior, y, None, sensitivity)
         use_random = jnp.asarray(shape == "random")
-        rounds = jnp.where(use_random, n_trees, 2 * n_features).astype(jnp.float32)
-        ridge = jnp.float32(1.0)
+        rounds, ridge = most, jnp.float32(1.0)
     # data-independent structures: random trees, and a random order of the features (round
     # r of the cyclic shape visits feature order[r mod n])
     k_trees, k_order = jax.random.split(structure_key)
@@ -434,4 +441,4 @@ def newton_predict(model: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
 __all__ = ["NOISES", "SHAPES", "NewtonBoostedModel", "active_rounds", "auto_uses_random",
            "cell_bound", "fit_newton_boosted", "gradient_stats", "max_rounds", "newton_decision",
            "newton_moves", "newton_predict", "newton_proba", "noise_scale", "release_prior",
-           "release_sums", "round_budgets", "zcdp_budget"]
+           "release_sums", "round_budgets", "round_sensitivity", "zcdp_budget"]
