@@ -61,7 +61,8 @@ def fit(
         ``"boosted"`` (private Newton boosting, binary labels: the accurate default booster),
         ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
         ``"rf_exponential"`` (their RF-L / RF-E baselines), ``"smooth_boost"`` (LazyBregBoost
-        with DP-1R stumps, binary labels); or a learner config such as
+        with DP-1R stumps, binary labels), ``"rule_list"`` (DP greedy rule lists, Ly et al.,
+        binary labels); or a learner config such as
         ``dpjax.learners.Boosted(shape="random")`` (``params`` then override its fields).
       epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
         without privacy and must be asked for explicitly.
@@ -87,15 +88,17 @@ def fit(
         under replace-one it is public anyway.
       delta: the ``δ`` of an ``(ε, δ)`` budget, in ``[0, 1)``. ``boosted`` composes its
         releases in zCDP when that buys more noise-free budget than basic composition (many
-        rounds) and the ledger then spends ``δ``; the other learners are pure ``ε``-DP and
-        spend none of it.
+        rounds) and the ledger then spends ``δ``; ``rule_list``'s smooth and Gaussian
+        selections need it; the other learners are pure ``ε``-DP and spend none of it.
       **params: the method's hyper-parameters (the fields of ``dpjax.LEARNERS[method]``; e.g.
         random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``shape``,
         ``learning_rate``, ``regularisation``, ``prior_share``, see
         :func:`dpjax.ensembles.newton.fit_newton_boosted`; malpha: ``n_trees``, ``depth``,
         ``alpha`` (``"oc"`` or in (0, 1]), ``beta_tree``, ``budget``, ``leaf_mechanism``, ...
         see :func:`dpjax.ensembles.fit_boosted`; smooth_boost: ``n_rounds``, ``kappa``,
-        ``learning_rate``, ``min_signal``, see :class:`dpjax.learners.SmoothBoost`).
+        ``learning_rate``, ``min_signal``, see :class:`dpjax.learners.SmoothBoost`; rule_list:
+        ``max_rules``, ``max_card``, ``selection``, ``min_support``, ``confidence``, see
+        :class:`dpjax.learners.RuleListLearner`).
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)

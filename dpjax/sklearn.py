@@ -6,8 +6,9 @@
 
 Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBoostedTreesClassifier`
 (private Newton boosting), :class:`DPMalphaBoostedClassifier` (Mα-boost, Nock & Henecka),
-:class:`DPRandomForestLaplaceClassifier` (RF-L) and :class:`DPRandomForestExponentialClassifier`
-(RF-E).
+:class:`DPRandomForestLaplaceClassifier` (RF-L), :class:`DPRandomForestExponentialClassifier`
+(RF-E), :class:`DPSmoothBoostClassifier` (smooth boosting) and :class:`DPRuleListClassifier`
+(DP greedy rule lists, Ly et al.).
 
 ``get_params`` / ``set_params`` / ``clone`` work, so the estimators drop into pipelines and
 grid searches. Note that tuning hyper-parameters on private data spends privacy that no ledger
@@ -38,6 +39,7 @@ from dpjax.learners import (
     RandomTrees,
     RFExponential,
     RFLaplace,
+    RuleListLearner,
     SmoothBoost,
 )
 
@@ -283,3 +285,42 @@ class DPSmoothBoostClassifier(_DPClassifier):
         return np.asarray(smooth_boost_decision(self.model_.params, predict,
                                                 self.model_.encode(X)))
 
+
+
+class DPRuleListClassifier(_DPClassifier):
+    """A DP greedy rule list (Ly et al.; binary labels): ``if … then … else …`` over literals of
+    the public codes.
+
+    Parameters are those of :func:`dpjax.fit` with ``method="rule_list"`` (see
+    :class:`dpjax.learners.RuleListLearner`); ``describe()`` gives the list as text.
+    """
+
+    _CONFIG = RuleListLearner
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        *,
+        max_rules: int = RuleListLearner.max_rules,
+        max_card: int = RuleListLearner.max_card,
+        selection: str = RuleListLearner.selection,
+        calibration: str = RuleListLearner.calibration,
+        min_support: float = RuleListLearner.min_support,
+        confidence: Any = RuleListLearner.confidence,
+        bounds: Any = None,
+        classes: Sequence[Any] | None = None,
+        n_bins: int = 10,
+        missing: str | Sequence[str] = "error",
+        on_out_of_bounds: str = "clip",
+        neighbouring: str = "add_remove",
+        public_size: int | None = None,
+        delta: float = 0.0,
+        random_state: int | None = None,
+    ) -> None:
+        _store_params(self, locals())
+
+    def describe(self) -> str:
+        """The fitted rule list as ``if … then …`` lines with its released counts."""
+        check_is_fitted(self, "model_")
+        model = self.model_
+        return model.config.describe(model.params, model.spec, model.classes)

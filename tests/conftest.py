@@ -43,7 +43,10 @@ def _release_compiled_programs():
 
 def small(method: str) -> dict[str, int]:
     """Small, fast sizes of ``method`` for the tests that run every learner: two trees of depth
-    two, or three rounds for the smooth booster (which has no trees)."""
+    two, three rounds for the smooth booster (which has no trees), three rules for a rule
+    list."""
+    if method == "rule_list":
+        return {"max_rules": 3}
     return {"n_rounds": 3} if method == "smooth_boost" else {"n_trees": 2, "depth": 2}
 
 

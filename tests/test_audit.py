@@ -88,6 +88,12 @@ MODES = [
     ("smooth_boost", dict(n_rounds=2, min_signal=1e-3)),
     ("smooth_boost", dict(weak_learner="tree", n_rounds=1, tree_splits=1, min_signal=1e-3)),
     ("smooth_boost", dict(weak_learner="halfspace", n_rounds=1, min_signal=1e-3, delta=1e-5)),
+    ("rule_list", dict(max_rules=2)),
+    ("rule_list", dict(max_rules=2, selection="smooth_laplace", delta=1e-5, min_support=0.2)),
+    ("rule_list", dict(max_rules=2, selection="smooth_cauchy", delta=1e-5, min_support=0.2)),
+    ("rule_list", dict(max_rules=1, max_card=1, selection="global_laplace")),
+    ("rule_list", dict(max_rules=2, selection="global_gaussian", delta=1e-5)),
+    ("rule_list", dict(max_rules=2, selection="exponential")),
 ]
 
 

@@ -160,6 +160,12 @@ MODES = [
     ("smooth_boost", {"weak_learner": "tree", "tree_splits": 2, "min_signal": 0.5}),
     ("smooth_boost", {"weak_learner": "halfspace", "delta": 1e-6, "min_signal": 1.0}),
     ("smooth_boost", {"accounting": "advanced", "delta": 1e-6, "min_signal": 1.0}),
+    ("rule_list", {}),
+    ("rule_list", {"selection": "smooth_laplace", "delta": 1e-6, "max_card": 1}),
+    ("rule_list", {"selection": "smooth_cauchy", "delta": 1e-6, "confidence": 0.9999999}),
+    ("rule_list", {"selection": "global_laplace"}),
+    ("rule_list", {"selection": "global_gaussian", "delta": 1e-6}),
+    ("rule_list", {"selection": "exponential", "max_card": 1}),
 ]
 
 

@@ -11,6 +11,7 @@ from dpjax.learners.base import LEARNERS, FitContext, Learner, get_learner, regi
 from dpjax.learners.boosted import Boosted
 from dpjax.learners.forests import MAX_DEPTH, RandomTrees, RFExponential, RFLaplace
 from dpjax.learners.malpha import MalphaBoosted
+from dpjax.learners.rule_list import RuleListLearner
 from dpjax.learners.smooth_boost import SmoothBoost
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "RFExponential",
     "RFLaplace",
     "RandomTrees",
+    "RuleListLearner",
     "SmoothBoost",
     "get_learner",
     "register",

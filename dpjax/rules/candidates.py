@@ -1,0 +1,166 @@
+"""Candidate rules and their Gini statistics, all candidates of a node at once (spec
+``docs/specs/dp-rule-lists-smooth-sensitivity.md`` §1.3, §1.5, §6).
+
+**Literals** are read off the public codes alone (the schema, never the data; spec A9): a
+feature with two codes gives ``code = 1`` and ``code = 0`` (a binarised column and its
+negation); a feature with more codes gives ``code = c`` and ``code ≠ c`` for every code ``c``
+(one-hot categories and bins) and the thresholds ``code >= t`` / ``code < t`` for ``2 <= t <=
+k − 2`` (the other thresholds are already equalities). A literal is ``(feature, lo, hi,
+inside)``: true iff ``(lo <= code <= hi) == inside``.
+
+**Candidates** are the literals (rules of one literal) and, with ``max_card = 2``, the
+conjunctions of two literals of different features: the ``L × L`` upper triangle of literal
+pairs, the diagonal holding the single literals, listed once as static pairs
+(:func:`candidate_pairs`). One node's counts of every candidate are two
+Gram matrices ``Lᵀ·diag(w)·L`` and ``Lᵀ·diag(w·y)·L`` of the 0/1 literal matrix ``L [m, L]``
+(``w`` the records still to classify): exact in float32 at ``HIGHEST`` precision, since every
+sum is an integer below ``2**24`` (no TF32).
+
+**Scores.** With ``(a, b)`` the positives and negatives of a part, the Gini-weighted count is
+``a·b/(a + b)`` (``n/2`` times the weighted Gini ``𝒢`` of spec §1.5, ``1 − p² − (1 − p)² =
+2p(1 − p)``). :func:`gini_count` computes it exactly in fixed point, ``⌊a·b·2**F/(a + b)⌋``
+(integer long division; no float rounding anywhere), so its sensitivity as evaluated is known.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FRACTION_BITS = 8
+"""``F``: Gini-weighted counts are exact integers in units of ``2**−F``."""
+MAX_ROWS = 2**24 - 1
+"""Counts stay below ``2**24``: exact in float32 (the Gram matrices) and in the long division."""
+
+
+class Literals(NamedTuple):
+    """The static literal table (numpy int32 / bool ``[L]``)."""
+
+    feature: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    inside: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.feature)
+
+
+def literal_table(n_codes_per_feature: np.ndarray) -> Literals:
+    """The literals of features with ``n_codes_per_feature`` codes (module docstring)."""
+    rows: list[tuple[int, int, int, bool]] = []
+    for f, k in enumerate(np.asarray(n_codes_per_feature).tolist()):
+        if k == 2:
+            rows += [(f, 1, 1, True), (f, 1, 1, False)]
+        elif k > 2:
+            for c in range(k):
+                rows += [(f, c, c, True), (f, c, c, False)]
+            for t in range(2, k - 1):
+                rows += [(f, t, k - 1, True), (f, t, k - 1, False)]
+    if not rows:
+        raise ValueError("the features have a single code each: there is no rule to learn")
+    feature, lo, hi, inside = (np.asarray(c) for c in zip(*rows, strict=True))
+    return Literals(feature.astype(np.int32), lo.astype(np.int32), hi.astype(np.int32),
+                    inside.astype(bool))
+
+
+def literal_values(codes: jax.Array, feature: jax.Array, lo: jax.Array, hi: jax.Array,
+                   inside: jax.Array) -> jax.Array:
+    """Bool ``[m, *literal_shape]``: each literal's truth on each row of ``codes [m, n]``."""
+    code = jnp.take(codes, feature, axis=1).astype(jnp.int32)
+    return ((code >= lo) & (code <= hi)) == inside
+
+
+def candidate_mask(literals: Literals, max_card: int) -> np.ndarray:
+    """Static bool ``[L, L]``: candidate ``(i, j)`` exists (``i == j``: the single literal ``i``;
+    ``i < j`` with different features: their conjunction when ``max_card = 2``)."""
+    same = literals.feature[:, None] == literals.feature[None, :]
+    index = np.arange(literals.size)
+    single = index[:, None] == index[None, :]
+    if max_card == 1:
+        return single
+    return single | ((index[:, None] < index[None, :]) & ~same)
+
+
+def candidate_pairs(literals: Literals, max_card: int) -> np.ndarray:
+    """Static int32 ``[C, 2]``: the literal pairs ``(i, j)`` of the candidates, in row-major
+    order of :func:`candidate_mask` (only these are scored, noised and released)."""
+    return np.argwhere(candidate_mask(literals, max_card)).astype(np.int32)
+
+
+def pair_counts(values: jax.Array, weight: jax.Array) -> jax.Array:
+    """``Σ_rows weight·value_i·value_j`` for every literal pair, int32 ``[L, L]`` (exact: an
+    integer-valued float32 product at ``HIGHEST`` precision, every sum below ``2**24``)."""
+    v = values.astype(jnp.float32)
+    gram = jnp.matmul((v * weight.astype(jnp.float32)[:, None]).T, v,
+                      precision=jax.lax.Precision.HIGHEST)
+    return gram.astype(jnp.int32)
+
+
+def gini_count(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``⌊a·b·2**F/(a + b)⌋`` exactly (0 when ``a + b = 0``), int32, for counts with
+    ``a + b <= MAX_ROWS``.
+
+    The 48-bit product ``a·b`` is formed from 12-bit limbs and divided by ``s = a + b`` in
+    8-bit digits (every partial remainder times 256 stays below ``2**32``); ``a·b/s <=
+    min(a, b) < 2**23``, so the result fits int32. Sensitivity: adding a record to a part
+    raises ``a·b/s`` by ``a²/(s(s + 1)) < 1`` (a negative; symmetrically a positive), never
+    lowers it; the floor moves it by less than one unit ``2**−F``."""
+    a, b = a.astype(jnp.uint32), b.astype(jnp.uint32)
+    s = a + b
+    divisor = jnp.maximum(s, 1)
+    mask12 = jnp.uint32(0xFFF)
+    a1, a0, b1, b0 = a >> 12, a & mask12, b >> 12, b & mask12
+    mid = a1 * b0 + a0 * b1
+    lo = a0 * b0 + ((mid & mask12) << 12)
+    hi = a1 * b1 + (mid >> 12) + (lo >> 24)
+    lo = lo & jnp.uint32(0xFFFFFF)
+    remainder = jnp.zeros_like(s)
+    quotient = jnp.zeros_like(s)
+    for word, shift in ((hi, 16), (hi, 8), (hi, 0), (lo, 16), (lo, 8), (lo, 0)):
+        current = (remainder << 8) | ((word >> shift) & jnp.uint32(0xFF))
+        quotient = (quotient << 8) | (current // divisor)
+        remainder = current % divisor
+    fraction = (remainder << FRACTION_BITS) // divisor
+    value = (quotient << FRACTION_BITS) | fraction
+    return jnp.where(s > 0, value, 0).astype(jnp.int32)
+
+
+class NodeStats(NamedTuple):
+    """One node's statistics: ``score`` int32 ``[1 + C]`` the Gini-weighted counts
+    ``Σ_parts a·b/(a + b)`` in units of ``2**−F`` (index 0: no rule, ``∅``; then candidate
+    ``c`` of ``pairs`` at ``1 + c``), ``caught`` the caught part's share of it (−1 for ``∅``: the
+    non-private tie-break of spec §1.6), ``size`` the records still to classify (int32)."""
+
+    score: jax.Array
+    caught: jax.Array
+    size: jax.Array
+
+
+def node_stats(values: jax.Array, remaining: jax.Array, y: jax.Array,
+               pairs: np.ndarray) -> NodeStats:
+    """The Gini-weighted counts of the candidates ``pairs [C, 2]`` (literal indices) of a
+    node: the caught part and the rest."""
+    remaining = remaining.astype(jnp.int32)
+    positive = remaining * y.astype(jnp.int32)
+    first, second = jnp.asarray(pairs[:, 0]), jnp.asarray(pairs[:, 1])
+    caught = pair_counts(values, remaining)[first, second]
+    caught_pos = pair_counts(values, positive)[first, second]
+    size, pos = jnp.sum(remaining), jnp.sum(positive)
+    caught_neg = caught - caught_pos
+    rest_pos, rest_neg = pos - caught_pos, (size - pos) - caught_neg
+    caught_part = gini_count(caught_pos, caught_neg)
+    split = caught_part + gini_count(rest_pos, rest_neg)
+    empty = gini_count(pos, size - pos)
+    return NodeStats(jnp.concatenate([empty[None], split]),
+                     jnp.concatenate([jnp.full(1, -1, jnp.int32), caught_part]), size)
+
+
+def normalised_gini(score: jax.Array, size: jax.Array) -> jax.Array:
+    """The weighted Gini impurity ``𝒢 = 2·score·2**−F/n`` in ``[0, 1/2]`` (float32; 0 at
+    ``n = 0``), spec §1.5."""
+    scale = 2.0 * 2.0**-FRACTION_BITS / jnp.maximum(size, 1).astype(jnp.float32)
+    return score.astype(jnp.float32) * scale

@@ -1,0 +1,385 @@
+"""Greedy rule lists, private and not — Ly, Ferry, Huguet, Gambs & Aïvodji (2024), Algorithm 1
+(DP-GreedyRL) and its global-sensitivity baselines (spec
+``docs/specs/dp-rule-lists-smooth-sensitivity.md`` §1.6, §3).
+
+A rule list is ``if p_1 then q_1 else if p_2 then q_2 … else q_0``: at most ``max_rules`` rules,
+each a conjunction of up to ``max_card`` literals (:mod:`dpjax.rules.candidates`). At each node
+every candidate of the records still to classify ``X_rem`` is scored at once (the Gini-weighted
+counts, :func:`~dpjax.rules.candidates.node_stats`) and one is chosen, the "no rule" option ``∅``
+included (choosing it ends the list). The records a rule catches leave ``X_rem``.
+
+Selections (``selection=``):
+
+* ``"count_gini"`` (default; dpjax's, provably ``ε``-DP): permute-and-flip on the utility
+  ``−Σ_parts a·b/(a + b)``, the Gini impurity weighted by counts (``n/2·𝒢``). Its sensitivity
+  is below 1 whatever the support, and it is *monotone* (adding a record never lowers any
+  candidate's value), so the rate is ``ε/Δ`` (:func:`~dpjax.mechanisms.permute_and_flip`,
+  ``monotone=True``). Since the argmin of ``n·𝒢`` is the argmin of ``𝒢``, this is the smooth
+  sensitivity's ``~2/n`` noise on ``𝒢`` without its support check, its ``δ`` or its unproven
+  step: the noise is half of sm-Laplace's ``2S*/ε ≈ 4/(nε)`` at the same budget.
+* ``"smooth_laplace"`` / ``"smooth_cauchy"`` (the paper's DP-GreedyRL): a noisy support check
+  against ``Λ + T_conf``, then ``argmin 𝒢 + (2S*/ε)·Lap(1)`` (``β = ε/(2 ln(2/δ))``) or
+  ``𝒢 + (6S*/ε)·Cauchy`` (``β = ε/6``) with ``S*`` the smooth sensitivity
+  (:mod:`dpjax.rules.smooth_sensitivity`). The noisy arg-min with data-dependent noise has no
+  published proof (spec §3.7.1): the ledger states the paper's claim and labels it so. With
+  ``calibration="provable"`` the claim is at least made sound where it can be: ``S*`` at the
+  add/remove convention, the support check's failure probability counted in ``δ``
+  (``confidence="auto"``: ``1 − 𝒞`` is a share of ``δ``), and ``Λ`` from the released count.
+  Their noise is float32 ``jax.random`` noise (only the arg-min is released, so no low-bit
+  leak, but the float samplers' truncated tails, mass ~1e−7, are not in ``δ``): another
+  reason they are labelled the paper's claim.
+* ``"global_laplace"``: report-noisy-min of ``𝒢`` with exact discrete Laplace noise of scale
+  ``2Δ/ε``, ``Δ = 1/2`` (``Δ/ε`` is only ``2ε``-DP for non-monotone scores, spec §3.7.2).
+* ``"global_gaussian"``: the vector of every candidate's ``𝒢`` (``∅`` included; those already
+  chosen zeroed) released with the exact discrete Gaussian (L2 sensitivity
+  ``Δ·sqrt(#candidates)``; a Gaussian arg-min at per-score scale is not
+  covered by a theorem, spec A15), then its arg-min.
+* ``"exponential"``: permute-and-flip on ``−𝒢`` with ``Δ = 1/2`` (the paper's exponential-
+  mechanism baseline; never worse in expected utility).
+
+The rules' labels come from noisy counts ``(c_0, c_1)`` of the records each rule catches and of
+the default rule's rest, ``q = 1`` iff ``c_1 >= c_0`` (Algorithm 2; counts clipped at 0 first,
+as :func:`rule_list_proba` reads them). The cells partition the
+data, so the counts are one histogram release of L1 sensitivity 1 (parallel composition; the
+paper charges a budget per rule).
+
+Budget (``calibration="provable"``): ``ε`` in equal shares over the selections, the support
+checks (smooth selections only) and the count histogram, ``δ`` in equal shares over the nodes.
+``calibration="paper"`` uses the paper's split (``ε/(3K − 1)``, ``ε/(2K − 1)``, ``ε/(2K)`` with
+``K = max_rules + 1``), the paper's scales (gl-Laplace ``Δ/ε``, gl-Gaussian per score), ``S*``
+as printed, ``Λ`` from the row count and the confidence ``𝒞`` outside ``δ``: a reproduction
+mode whose ledger says it is not private.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax.data.binning import FeatureSpec
+from dpjax.mechanisms.accounting import Cost
+from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.mechanisms.gaussian import gaussian_mechanism
+from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.rounding import round_down
+from dpjax.rules.candidates import (
+    FRACTION_BITS,
+    Literals,
+    NodeStats,
+    candidate_pairs,
+    literal_table,
+    literal_values,
+    node_stats,
+    normalised_gini,
+)
+from dpjax.rules.smooth_sensitivity import smooth_sensitivity_gini
+from dpjax.trees.stumps import code_label
+
+SELECTIONS = ("count_gini", "smooth_laplace", "smooth_cauchy", "global_laplace",
+              "global_gaussian", "exponential")
+SMOOTH = ("smooth_laplace", "smooth_cauchy")
+NEEDS_DELTA = ("smooth_laplace", "smooth_cauchy", "global_gaussian")
+CALIBRATIONS = ("provable", "paper")
+GINI_SENSITIVITY = 0.5 + 2.0**-23
+"""``Δ`` of ``𝒢 ∈ [0, 1/2]`` (spec §2.1, A25) plus its float32 evaluation error (``𝒢`` is an
+exact integer scaled twice in float32: a relative ``2**−23``)."""
+COUNT_SENSITIVITY = 2.0**FRACTION_BITS
+"""``Δ`` of the Gini-weighted counts in units of ``2**−F``, as evaluated: adding a record moves
+one part's ``a·b/(a + b)`` up by less than 1, so its floor ``⌊2**F·a·b/(a + b)⌋`` moves up by an
+integer in ``[0, 2**F]`` (exactly monotone; no rounding margin is needed)."""
+PAPER_CONFIDENCE = 0.99
+
+
+class RuleList(NamedTuple):
+    """A fitted rule list: rule ``r`` is the conjunction of literals ``(feature, lo, hi, inside)
+    [r, 0]`` and ``[r, 1]`` (equal for a single literal), used iff ``active[r]``; ``counts [R +
+    1, 2]`` the released counts (label 0, label 1) of the records each rule caught, the default
+    rule last; ``label [R + 1]`` the class each rule predicts."""
+
+    feature: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    inside: jax.Array
+    active: jax.Array
+    counts: jax.Array
+    label: jax.Array
+
+
+def float32_below(x: float) -> float:
+    """The largest float32 ``<= x`` (a ``δ`` share that never sums above its total)."""
+    value = np.float32(x)
+    return float(np.nextafter(value, np.float32(0.0)) if float(value) > x else value)
+
+
+def node_epsilon(epsilon: jax.Array, selection: str, calibration: str, max_rules: int
+                 ) -> jax.Array:
+    """``ε`` of each release of a node (a selection, a support check) and of the label counts:
+    equal shares of the ``max_rules`` selections (and support checks) and the count histogram;
+    the paper's ``ε/(3K − 1)`` (smooth), ``ε/(2K)`` (exponential) or ``ε/(2K − 1)`` with
+    ``K = max_rules + 1`` under ``calibration="paper"``."""
+    smooth = selection in SMOOTH
+    if calibration == "paper":
+        k = max_rules + 1
+        shares = 3 * k - 1 if smooth else 2 * k if selection == "exponential" else 2 * k - 1
+    else:
+        shares = max_rules * (2 if smooth else 1) + 1
+    return round_down(jnp.asarray(epsilon, jnp.float32) / shares)
+
+
+def delta_shares(delta: float, selection: str, calibration: str, max_rules: int,
+                 confidence: str | float) -> tuple[float, float]:
+    """``(δ_s, δ_c)`` of a node: the smooth-sensitivity bound's ``δ`` (Laplace) and the support
+    check's failure probability ``1 − 𝒞`` (spec A6), within ``δ/max_rules`` together; for
+    ``global_gaussian`` ``δ_s`` is its Gaussian release's ``δ``. Under ``calibration="paper"``
+    ``δ_c = 1 − 𝒞`` is outside the budget (the paper's accounting)."""
+    node = delta / max_rules
+    if selection not in NEEDS_DELTA:
+        return 0.0, 0.0
+    if selection == "global_gaussian":
+        return float32_below(node), 0.0
+    if calibration == "paper":
+        conf = PAPER_CONFIDENCE if confidence == "auto" else float(confidence)
+        return (float32_below(node) if selection == "smooth_laplace" else 0.0), 1.0 - conf
+    if confidence == "auto":
+        failure = node / 2 if selection == "smooth_laplace" else node
+    else:
+        failure = 1.0 - float(confidence)
+    smooth_delta = node - failure if selection == "smooth_laplace" else 0.0
+    if failure <= 0 or failure > node or (selection == "smooth_laplace" and smooth_delta <= 0):
+        raise ValueError(
+            f"confidence={confidence!r} leaves no room in delta/max_rules = {node:.3g}: its "
+            f"failure probability 1 - confidence must be below it (use confidence='auto')")
+    return float32_below(smooth_delta), float32_below(failure)
+
+
+def _argmin(noisy: jax.Array, valid: jax.Array) -> jax.Array:
+    return jnp.argmin(jnp.where(valid, noisy, jnp.inf)).astype(jnp.int32)
+
+
+def select_rule(key: jax.Array, score: jax.Array, size: jax.Array, valid: jax.Array,
+                epsilon: jax.Array, smooth: jax.Array, *, selection: str, calibration: str,
+                sensitivity: float, delta_smooth: float, n_candidates: int
+                ) -> tuple[jax.Array, Cost]:
+    """One node's choice among the candidates (index 0: ``∅``) and its cost (module
+    docstring); ``smooth`` is the node's ``S*`` (smooth selections)."""
+    gini = normalised_gini(score, size)
+    if selection == "count_gini":
+        best = jnp.min(jnp.where(valid, score, jnp.iinfo(jnp.int32).max))
+        gap = jnp.minimum(score - best, 2**24).astype(jnp.float32)
+        return permute_and_flip(key, jnp.where(valid, -gap, -jnp.inf),
+                                sensitivity * COUNT_SENSITIVITY, epsilon, monotone=True,
+                                label="Gini-weighted counts, sens. 1, monotone")
+    if selection == "exponential":
+        return permute_and_flip(key, jnp.where(valid, -gini, -jnp.inf), GINI_SENSITIVITY,
+                                epsilon, label="Gini, sens. 1/2")
+    if selection in SMOOTH:
+        if selection == "smooth_laplace":
+            noise = 2.0 * smooth / epsilon * jax.random.laplace(key, gini.shape)
+            name = "smooth-sensitivity Laplace"
+        else:
+            noise = 6.0 * smooth / epsilon * jax.random.cauchy(key, gini.shape)
+            name = "smooth-sensitivity Cauchy"
+        cost = Cost(epsilon, jnp.float32(delta_smooth),
+                    f"{name} noisy argmin (Ly et al.'s claim, no published proof)")
+        return _argmin(gini + noise, valid), cost
+    if selection == "global_laplace":
+        if calibration == "paper":
+            noise = 0.5 / epsilon * jax.random.laplace(key, gini.shape)
+            return _argmin(gini + noise, valid), Cost(epsilon, jnp.float32(0.0), "float Laplace "
+                                                      "noisy argmin at the paper's scale Δ/ε")
+        noisy, each = laplace_mechanism(key, gini, GINI_SENSITIVITY, epsilon / 2, bound=1.0,
+                                        event_ndim=0)
+        return _argmin(noisy, valid), Cost(2.0 * jnp.max(each.epsilon), jnp.float32(0.0),
+                                           "report noisy min, discrete Laplace (2Δ/ε, Δ = 1/2)")
+    if calibration == "paper":
+        sigma = math.sqrt(2.0 * math.log(1.25 / delta_smooth)) * 0.5 / epsilon
+        noise = sigma * jax.random.normal(key, gini.shape)
+        return _argmin(gini + noise, valid), Cost(epsilon, jnp.float32(delta_smooth),
+                                                  "float Gaussian noisy argmin per score")
+    log_inv = math.log(1.0 / delta_smooth)
+    rho = (jnp.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2 * (1.0 - 1e-4)
+    noisy, cost = gaussian_mechanism(
+        key, jnp.where(valid, gini, 0.0), GINI_SENSITIVITY * math.sqrt(n_candidates), rho,
+        bound=1.0, delta=delta_smooth, label="Δ·sqrt(candidates), Δ = 1/2")
+    return _argmin(noisy, valid), cost
+
+
+def greedy_choice(stats: NodeStats, valid: jax.Array) -> jax.Array:
+    """GreedyRL's choice (spec §1.6, not private): the smallest Gini-weighted count, ties to the
+    smaller caught part's (a rule that isolates a pure group first), then to the first index;
+    ``∅`` wins every tie (a rule must strictly improve)."""
+    big = jnp.iinfo(jnp.int32).max
+    best = jnp.min(jnp.where(valid, stats.score, big))
+    tied = valid & (stats.score == best)
+    return jnp.argmin(jnp.where(tied, stats.caught, big)).astype(jnp.int32)
+
+
+class _Node(NamedTuple):
+    remaining: jax.Array
+    selected: jax.Array
+    stopped: jax.Array
+    min_support: jax.Array
+
+
+def fit_rule_list(
+    key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None, *,
+    n_codes_per_feature: np.ndarray, max_rules: int = 4, max_card: int = 2,
+    selection: str = "count_gini", calibration: str = "provable", min_support: float = 0.05,
+    confidence: str | float = "auto", sensitivity: float = 1.0, delta: float = 0.0,
+    size: jax.Array | None = None,
+) -> tuple[RuleList, dict[str, Cost]]:
+    """Fit a rule list of at most ``max_rules`` rules on ``codes [m, n]`` and binary ``y``
+    (module docstring). ``epsilon=None``: GreedyRL without privacy (the best candidate while it
+    strictly lowers the Gini, :func:`greedy_choice`; labels by majority, ties to 1).
+    ``min_support`` is ``λ`` of the smooth selections (``Λ = max(⌊λ·ñ⌋, 2)`` with ``ñ`` the
+    public ``size`` or the first noisy support count); ``confidence`` their ``𝒞`` (``"auto"``:
+    ``1 − 𝒞`` a share of ``δ``). Returns the :class:`RuleList` and the costs of its releases."""
+    literals = literal_table(n_codes_per_feature)
+    pairs_static = candidate_pairs(literals, max_card)
+    n_candidates = len(pairs_static) + 1                  # with ∅
+    first_of, second_of = jnp.asarray(pairs_static[:, 0]), jnp.asarray(pairs_static[:, 1])
+    values = literal_values(codes, *(jnp.asarray(a) for a in literals))
+    labels = jnp.asarray(y, jnp.int32)
+    private = epsilon is not None
+    smooth_mode = private and selection in SMOOTH
+    k_nodes, k_counts = jax.random.split(key)
+    if private:
+        eps_node = node_epsilon(epsilon, selection, calibration, max_rules)
+        delta_smooth, delta_check = delta_shares(delta, selection, calibration, max_rules,
+                                                 confidence)
+        beta = (eps_node / (2.0 * math.log(2.0 / delta_smooth)) if selection == "smooth_laplace"
+                else eps_node / 6.0)
+    convention = "paper" if calibration == "paper" else "add_remove"
+
+    def step(node: _Node, node_key: jax.Array) -> tuple[_Node, tuple]:
+        stats = node_stats(values, node.remaining, labels, pairs_static)
+        k_check, k_select = jax.random.split(node_key)
+        live = ~node.stopped
+        passes, lam, smooth = jnp.bool_(True), node.min_support, jnp.float32(0.0)
+        check_cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
+        if smooth_mode:
+            noisy_size, check_cost = laplace_mechanism(k_check, stats.size, sensitivity,
+                                                       eps_node, integer=True, label="sens. 1")
+            if calibration == "paper":
+                lam = jnp.maximum(jnp.floor(min_support * codes.shape[0]), 1.0)
+                threshold = jnp.floor(-(math.log(2.0) + math.log(delta_check)) / eps_node) + 1
+            else:
+                public = noisy_size if size is None else size
+                lam = jnp.where(lam < 0, jnp.maximum(jnp.floor(min_support * public), 2.0), lam)
+                # the noise's rate per unit count is ε_spent/Δ: P(Z >= T + 1) <= δ_c
+                threshold = jnp.ceil(sensitivity * math.log(1.0 / delta_check)
+                                     / check_cost.epsilon) - 1.0
+            passes = noisy_size >= lam + threshold
+            smooth = smooth_sensitivity_gini(stats.size, lam, beta, convention=convention)
+        valid = ~node.selected
+        if private:
+            index, select_cost = select_rule(
+                k_select, stats.score, stats.size, valid, eps_node, smooth,
+                selection=selection, calibration=calibration, sensitivity=sensitivity,
+                delta_smooth=float32_below(delta_smooth + (delta_check if calibration == "provable"
+                                                           else 0.0)),
+                n_candidates=n_candidates)
+        else:
+            index = greedy_choice(stats, valid)
+            select_cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
+        take = live & passes & (index > 0)
+        chosen = jnp.maximum(index - 1, 0)
+        first, second = first_of[chosen], second_of[chosen]
+        caught = values[:, first] & values[:, second]
+        remaining = node.remaining & ~(take & caught)
+        selected = node.selected.at[index].set(node.selected[index] | take)
+        stopped = node.stopped | ~take
+        # charged whenever the node ran (a failed check is not told apart from a chosen ∅ in
+        # the output, so the ledger must not tell it either)
+        check_cost = check_cost.gated(live)
+        select_cost = select_cost.gated(live)
+        return (_Node(remaining, selected, stopped, lam),
+                (jnp.stack([first, second]), take, check_cost, select_cost))
+
+    start = _Node(jnp.ones(codes.shape[0], bool), jnp.zeros(n_candidates, bool),
+                  jnp.bool_(False), jnp.float32(-1.0))
+    _, (pairs, active, check_costs, select_costs) = jax.lax.scan(
+        step, start, jax.random.split(k_nodes, max_rules))
+    pairs = jnp.where(active[:, None], pairs, 0)     # a node's choice is released iff taken
+    fires = active[None, :] & values[:, pairs[:, 0]] & values[:, pairs[:, 1]]
+    cell = jnp.where(fires.any(axis=1), jnp.argmax(fires, axis=1), max_rules)
+    hist = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=jnp.int32), cell,
+                               num_segments=max_rules + 1)
+    costs: dict[str, Cost] = {}
+    if private:
+        counts, costs["rule label counts (disjoint cells)"] = laplace_mechanism(
+            k_counts, hist, sensitivity, eps_node, integer=True, label="sens. 1")
+        if smooth_mode:
+            costs["support checks (noisy |X_rem|)"] = check_costs
+        costs[f"rule selection ({selection})"] = select_costs
+    else:
+        counts = hist.astype(jnp.float32)
+    keep = jnp.concatenate([active, jnp.ones(1, bool)])
+    counts = jnp.where(keep[:, None], counts, 0.0)
+    clipped = jnp.maximum(counts, 0.0)
+    label = (clipped[:, 1] >= clipped[:, 0]).astype(jnp.int32)
+    table = [jnp.asarray(a)[pairs] for a in literals]
+    return RuleList(*table, active, counts, label), costs
+
+
+def rule_cells(rules: RuleList, codes: jax.Array) -> jax.Array:
+    """The rule that catches each row of ``codes [m, n]`` (int32 ``[m]``; ``R``: the default)."""
+    hit = literal_values(codes, rules.feature, rules.lo, rules.hi, rules.inside).all(axis=-1)
+    fires = hit & rules.active
+    return jnp.where(fires.any(axis=1), jnp.argmax(fires, axis=1), rules.active.shape[0])
+
+
+def rule_list_predict(rules: RuleList, codes: jax.Array) -> jax.Array:
+    """Class index ``[m]`` of the first rule that fires (the default rule's otherwise)."""
+    return rules.label[rule_cells(rules, codes)]
+
+
+def rule_list_proba(rules: RuleList, codes: jax.Array) -> jax.Array:
+    """``[m, 2]``: the caught rule's released counts, clipped at 0, as ``(c + 1/2)/(n + 1)``."""
+    counts = jnp.maximum(rules.counts, 0.0)[rule_cells(rules, codes)]
+    return (counts + 0.5) / (counts.sum(axis=-1, keepdims=True) + 1.0)
+
+
+def literal_text(spec: FeatureSpec, feature: int, lo: int, hi: int, inside: bool) -> str:
+    """A literal ``(lo <= code <= hi) == inside`` readably: ``"age >= 40"``, ``"sex = F"``,
+    ``"not priors"`` (a 0/1 column), ``"colour in {red, blue}"``, ..."""
+    name = spec.names[feature]
+    n_values = int(spec.n_values[feature])
+    categories = spec.categories[feature]
+    if categories is None and lo == hi == 1 and n_values == 2 and (
+            spec.lower[feature], spec.upper[feature]) == (0.0, 1.0):
+        return name if inside else f"not {name}"
+    if categories is None and 0 < lo < n_values and hi == n_values - 1:
+        edge = f"{spec.bin_edges(feature)[lo - 1]:.4g}"
+        missing = " or missing" if spec.missing[feature] and not inside else ""
+        return f"{name} >= {edge}" if inside else f"{name} < {edge}{missing}"
+    if lo == hi:
+        text = code_label(spec, feature, lo)
+    else:
+        labels = [code_label(spec, feature, c).removeprefix(f"{name} ") for c in range(lo, hi + 1)]
+        text = f"{name} in {{{', '.join(labels)}}}"
+    return text if inside else f"not ({text})"
+
+
+def describe_rule_list(rules: RuleList, spec: FeatureSpec, classes: tuple) -> str:
+    """The list as ``if … then …`` lines with the released counts of each rule."""
+    arrays = [np.asarray(a) for a in rules]
+    feature, lo, hi, inside, active, counts, label = arrays
+    lines = []
+    for r in np.flatnonzero(active):
+        parts = {literal_text(spec, int(feature[r, k]), int(lo[r, k]), int(hi[r, k]),
+                              bool(inside[r, k])) for k in range(2)}
+        keyword = "if" if not lines else "else if"
+        lines.append(f"{keyword} {' and '.join(sorted(parts))} then {classes[label[r]]}"
+                     f"   [counts {counts[r, 0]:.0f} / {counts[r, 1]:.0f}]")
+    default = f"{classes[label[-1]]}   [counts {counts[-1, 0]:.0f} / {counts[-1, 1]:.0f}]"
+    lines.append(f"else {default}" if lines else f"always {default}")
+    return "\n".join(["rule list (counts: label 0 / label 1):", *lines])
+
+
+__all__ = ["CALIBRATIONS", "SELECTIONS", "Literals", "RuleList", "describe_rule_list",
+           "fit_rule_list", "rule_list_predict", "rule_list_proba"]
