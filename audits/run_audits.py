@@ -181,19 +181,20 @@ def report(table: pd.DataFrame, seconds: float) -> str:
         "",
         f"`python audits/run_audits.py --n {int(table.n.max())}` — {len(real)} learner audits "
         f"and {len(table) - len(real)} canaries in {seconds / 60:.0f} min on {platform.node()} "
-        f"({platform.processor() or platform.machine()}). Each row: {int(real.n.max())} pilot "
-        "draws per side choose the event, as many fresh draws per side measure it; ε_lb is "
-        "the 95% Clopper–Pearson lower bound (dpjax.audit).",
+        f"({platform.processor() or platform.machine()}). Each row: its `draws` pilot draws per "
+        "side choose the event, as many fresh draws per side measure it; ε_lb is the 95% "
+        "Clopper–Pearson lower bound (dpjax.audit).",
         "",
         f"**Private configurations whose lower bound exceeds the claim: {len(bad)}.**",
         "",
-        "| learner | mode | neighbours | claimed ε | ε_lb | point est. | event |",
-        "|---|---|---|---|---|---|---|",
+        "| learner | mode | neighbours | claimed ε | draws | ε_lb | point est. | event |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         mark = " **FLAGGED**" if r.flagged else ""
         lines.append(f"| {r.learner} | {r['mode']} | {r.neighbouring} | {r.claimed_epsilon:g} |"
-                     f" {r.epsilon_lb:.3f}{mark} | {r.epsilon_hat:.3g} | {r.event} |")
+                     f" {int(r.n)} | {r.epsilon_lb:.3f}{mark} | {r.epsilon_hat:.3g} |"
+                     f" {r.event} |")
     lines += [
         "",
         "Reading the table: a lower bound above the claim is a violation (up to the 5% error "

@@ -92,7 +92,7 @@ MODES = [
     ("rule_list", dict(max_rules=2, selection="smooth_laplace", delta=1e-5, min_support=0.2)),
     ("rule_list", dict(max_rules=2, selection="smooth_cauchy", delta=1e-5, min_support=0.2)),
     ("rule_list", dict(max_rules=1, max_card=1, selection="global_laplace")),
-    ("rule_list", dict(max_rules=2, selection="global_gaussian", delta=1e-5)),
+    ("rule_list", dict(max_rules=1, max_card=1, selection="global_gaussian", delta=1e-5)),
     ("rule_list", dict(max_rules=2, selection="exponential")),
 ]
 
