@@ -51,7 +51,7 @@ from dpjax.linear.halfspace import (
 )
 from dpjax.mechanisms.budgets import ACCOUNTING, round_epsilon, round_rho
 from dpjax.mechanisms.laplace import laplace_mechanism
-from dpjax.mechanisms.rounding import round_down
+from dpjax.mechanisms.rounding import float32_below, round_down
 from dpjax.trees.stumps import Stump, describe_stumps, dp_stump_learner, stump_predict
 from dpjax.trees.topdown import (
     CALIBRATIONS,
@@ -200,10 +200,7 @@ class SmoothBoost(Learner):
     def round_delta(self, delta: float) -> float:
         """The ``δ`` at which a Gaussian round states its own ``(ε, δ)``: the largest float32
         at most ``δ/n_rounds``, so that the rounds' ``δ`` sum within ``δ`` in the basic view."""
-        share = np.float32(delta / self.n_rounds)
-        if float(share) > delta / self.n_rounds:
-            share = np.nextafter(share, np.float32(0.0))
-        return float(share)
+        return float32_below(delta / self.n_rounds)
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 ULPS = 4
 
@@ -30,3 +31,10 @@ def round_down(x: jax.Array) -> jax.Array:
     for _ in range(ULPS):
         x = jnp.nextafter(x, jnp.float32(0.0))
     return x
+
+
+def float32_below(x: float) -> float:
+    """The largest float32 ``<= x`` (a static ``δ`` share: shares never sum above their total
+    once the ledger reads them back from float32 costs)."""
+    value = np.float32(x)
+    return float(np.nextafter(value, np.float32(0.0)) if float(value) > x else value)

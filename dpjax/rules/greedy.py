@@ -65,7 +65,7 @@ from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
 from dpjax.mechanisms.laplace import laplace_mechanism
-from dpjax.mechanisms.rounding import round_down
+from dpjax.mechanisms.rounding import float32_below, round_down
 from dpjax.rules.candidates import (
     FRACTION_BITS,
     Literals,
@@ -107,12 +107,6 @@ class RuleList(NamedTuple):
     active: jax.Array
     counts: jax.Array
     label: jax.Array
-
-
-def float32_below(x: float) -> float:
-    """The largest float32 ``<= x`` (a ``δ`` share that never sums above its total)."""
-    value = np.float32(x)
-    return float(np.nextafter(value, np.float32(0.0)) if float(value) > x else value)
 
 
 def node_epsilon(epsilon: jax.Array, selection: str, calibration: str, max_rules: int
