@@ -3,13 +3,72 @@
 A level's histogram ``[nodes, n_features, n_codes, S]`` holds, for every node, feature and code,
 the sum of the examples' statistics (class one-hots, weights, ...). A cumulative sum over codes
 gives the statistics of every threshold split at once: ``left[..., t, :]`` sums codes ``<= t``.
-The only pass over the data is one ``segment_sum`` of ``m * n`` rows per level.
+
+Layout (the speed rule "measure against the memory floor"): a scatter-add costs about the same
+per update whatever it carries, and materialising ``[m, n, S]`` updates costs more than the
+scatter itself. So the codes are first *packed*: ``g`` features of ``C`` codes each become one
+joint code ``Σ_k code_k·C^k < C^g`` (uint16, group-major ``[G, m]``, :func:`pack_codes`), and a
+level is ``G = ⌈n/g⌉`` scatters of ``m`` updates each (one per group, in a ``lax.map``, reading
+the stats once per group) into a joint histogram ``[nodes, C^g, S]`` whose marginals are the
+per-feature histograms. ``g`` is the largest with ``C^g <= JOINT_CODES`` and
+``nodes·C^g <= MAX_SEGMENTS`` (the table stays in cache). With integer statistics every sum is
+exact, so the result does not depend on the layout.
+
+Inside a fit the packing is loop-invariant: computed once per fit (XLA hoists it out of the
+boosting ``scan``), it is smaller than the codes (2 bytes per ``g`` features).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+JOINT_CODES = 1024
+"""Largest joint code count of one packed group (``C^g``)."""
+MAX_SEGMENTS = 2**18
+"""Largest ``nodes·C^g`` table of one group's scatter."""
+
+
+def group_size(n_codes: int, n_nodes: int = 1) -> int:
+    """Features per packed group: the largest ``g >= 1`` with ``n_codes**g <= JOINT_CODES`` and
+    ``n_nodes·n_codes**g <= MAX_SEGMENTS`` (static)."""
+    g = 1
+    while (n_codes ** (g + 1) <= JOINT_CODES
+           and n_nodes * n_codes ** (g + 1) <= MAX_SEGMENTS):
+        g += 1
+    return g
+
+
+def pack_codes(codes: jax.Array, n_codes: int, group: int) -> jax.Array:
+    """Joint codes uint16 ``[G, m]`` of ``group`` consecutive features (the last group padded
+    with code 0): ``Σ_k codes[:, j·group + k]·n_codes^k``."""
+    m, n = codes.shape
+    n_groups = -(-n // group)
+    padded = jnp.pad(codes, ((0, 0), (0, n_groups * group - n))).astype(jnp.int32)
+    radix = jnp.asarray([n_codes**k for k in range(group)], jnp.int32)
+    joint = jnp.sum(padded.reshape(m, n_groups, group) * radix, axis=-1)
+    return joint.astype(jnp.uint16 if n_codes**group <= 2**16 else jnp.int32).T
+
+
+def packed_histogram(packed: jax.Array, node: jax.Array, stats: jax.Array, n_nodes: int,
+                     n_codes: int, group: int, n_features: int) -> jax.Array:
+    """:func:`node_histogram` from :func:`pack_codes`' ``packed [G, m]``: one scatter of ``m``
+    updates per group, then the marginals of each group's joint table."""
+    joint_codes = n_codes**group
+    base = node.astype(jnp.int32) * joint_codes
+
+    def group_histogram(joint: jax.Array) -> jax.Array:
+        return jax.ops.segment_sum(stats, base + joint.astype(jnp.int32),
+                                   num_segments=n_nodes * joint_codes)
+
+    joint = jax.lax.map(group_histogram, packed)                  # [G, nodes·C^g, S]
+    joint = joint.reshape((packed.shape[0], n_nodes) + (n_codes,) * group + stats.shape[-1:])
+    # feature k of a group is axis 2 + (group − 1 − k) of the row-major joint table
+    marginals = [joint.sum(axis=tuple(2 + a for a in range(group) if a != group - 1 - k))
+                 for k in range(group)]                           # each [G, nodes, C, S]
+    hist = jnp.stack(marginals, axis=2)                           # [G, nodes, g, C, S]
+    hist = jnp.moveaxis(hist, 0, 1).reshape(n_nodes, -1, n_codes, stats.shape[-1])
+    return hist[:, :n_features]
 
 
 def node_histogram(
@@ -26,13 +85,9 @@ def node_histogram(
     Returns:
       ``[n_nodes, n, n_codes, S]``.
     """
-    m, n = codes.shape
-    segment = (node[:, None] * n + jnp.arange(n)[None, :]) * n_codes + codes.astype(jnp.int32)
-    rows = jnp.broadcast_to(stats[:, None, :], (m, n, stats.shape[-1]))
-    hist = jax.ops.segment_sum(
-        rows.reshape(m * n, -1), segment.reshape(-1), num_segments=n_nodes * n * n_codes
-    )
-    return hist.reshape(n_nodes, n, n_codes, -1)
+    group = min(group_size(n_codes, n_nodes), codes.shape[1])
+    return packed_histogram(pack_codes(codes, n_codes, group), node, stats, n_nodes, n_codes,
+                            group, codes.shape[1])
 
 
 def split_stats(hist: jax.Array) -> tuple[jax.Array, jax.Array]:
