@@ -6,13 +6,15 @@
     model.predict(X); print(model.privacy)
 """
 
-from dpjax import data, ensembles, learners, losses, mechanisms, trees
+from dpjax import compilation_cache, data, ensembles, learners, losses, mechanisms, trees
 from dpjax.api import Model, Sweep, Timings, as_key, clear_caches, fit, sweep
 from dpjax.auditing import AuditReport, audit
 from dpjax.data import list_datasets, load_dataset
 from dpjax.learners import LEARNERS
 from dpjax.mechanisms import PrivacyLedger
 from dpjax.trees import DenseTree
+
+compilation_cache.enable()
 
 __version__ = "0.1.0"
 
@@ -26,6 +28,7 @@ __all__ = [
     "Timings",
     "as_key",
     "clear_caches",
+    "compilation_cache",
     "audit",
     "data",
     "ensembles",
