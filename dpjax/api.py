@@ -30,6 +30,7 @@ from dpjax.preparation import (
     prepare,
     run_timed,
 )
+from dpjax.sharding import resolve_devices, shard_rows
 
 __all__ = ["SENSITIVITY", "Model", "Sweep", "Timings", "as_key", "clear_caches", "fit", "grid_keys",
            "sweep"]
@@ -50,6 +51,7 @@ def fit(
     neighbouring: str = "add_remove",
     public_size: int | None = None,
     delta: float = 0.0,
+    devices: int | str | Sequence[jax.Device] | None = None,
     **params: Any,
 ) -> Model:
     """Fit a differentially private tree model.
@@ -90,6 +92,10 @@ def fit(
         releases in zCDP when that buys more noise-free budget than basic composition (many
         rounds) and the ledger then spends ``δ``; ``rule_list``'s smooth and Gaussian
         selections need it; the other learners are pure ``ε``-DP and spend none of it.
+      devices: split the rows across devices (``"all"``, a count, or a list of devices;
+        :mod:`dpjax.sharding`): the same program runs on every device's rows and sums its
+        histograms across them; the model is bit-identical to the one-device fit under the
+        same key. The row count must be a multiple of the device count. Default: one device.
       **params: the method's hyper-parameters (the fields of ``dpjax.LEARNERS[method]``; e.g.
         random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``shape``,
         ``learning_rate``, ``regularisation``, ``prior_share``, see
@@ -102,13 +108,15 @@ def fit(
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
+    chosen_devices = resolve_devices(devices)
     prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
                        neighbouring=neighbouring, params=params, public_size=public_size,
                        delta=delta)
     key = as_key(key)
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
-    args = (key, prepared.codes, prepared.y, jnp.float32(epsilon or 1.0),
+    codes, labels = shard_rows(chosen_devices, prepared.codes, prepared.y)
+    args = (key, codes, labels, jnp.float32(epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None)
     compiled, compile_s = compile_cached(fn, cache_key, *args)
     (fitted, costs), run_s = run_timed(compiled, *args)

@@ -1,0 +1,94 @@
+"""Row sharding (:mod:`dpjax.sharding`): the fit over 8 devices equals the 1-device fit.
+
+The multi-device fits run in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count
+=8`` (the flag must be set before JAX starts): 8 CPU devices, the rows split across them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax.sharding import resolve_devices, row_sharding
+
+SCRIPT = textwrap.dedent("""
+    import json, re, sys, warnings
+    import jax, numpy as np
+    import dpjax
+    sys.path.insert(0, {tests!r})
+    from conftest import small
+    warnings.simplefilter("ignore")
+    assert len(jax.devices()) == 8, jax.devices()
+    rng = np.random.default_rng(0)
+    m, n = 1200, 6
+    X = rng.normal(size=(m, n)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=m) > 0).astype(int)
+    common = dict(bounds=([-4.0] * n, [4.0] * n), classes=(0, 1), n_bins=8, epsilon=1.0)
+    out = {{}}
+    for method in sorted(dpjax.LEARNERS):
+        one = dpjax.fit(X, y, method=method, key=7, **common, **small(method))
+        eight = dpjax.fit(X, y, method=method, key=7, devices=8, **common, **small(method))
+        leaves = zip(jax.tree.leaves(one.params), jax.tree.leaves(eight.params))
+        out[method] = {{
+            "params_equal": all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in leaves),
+            "proba_equal": bool(np.array_equal(one.predict_proba(X), eight.predict_proba(X))),
+            "ledger_equal": str(one.privacy) == str(eight.privacy),
+            "n_leaves": len(jax.tree.leaves(one.params)),
+        }}
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def eight_device_fits() -> dict:
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    script = SCRIPT.format(tests=os.path.dirname(__file__))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("method", sorted(dpjax.LEARNERS))
+def test_eight_device_fit_is_bit_identical(eight_device_fits, method):
+    result = eight_device_fits[method]
+    assert result["n_leaves"] > 0
+    assert result["params_equal"], f"{method}: sharded params differ from the 1-device fit"
+    assert result["proba_equal"]
+    assert result["ledger_equal"]
+
+
+def test_resolve_devices():
+    assert resolve_devices(None) is None
+    assert resolve_devices(1) is None          # one device: default placement
+    assert resolve_devices("all") is None      # this process has one CPU device
+    with pytest.raises(ValueError, match="devices"):
+        resolve_devices("gpu")
+    with pytest.raises(ValueError, match="devices=5"):
+        resolve_devices(5)
+    with pytest.raises(ValueError, match="devices"):
+        resolve_devices([])
+
+
+def test_rows_must_split_evenly():
+    devices = jax.local_devices() * 3        # the same device thrice: a 3-way mesh of rows
+    with pytest.raises(ValueError, match="1000 rows do not split evenly across 3 devices"):
+        row_sharding(devices, 1000)
+
+
+def test_one_device_is_the_default_fit():
+    rng = np.random.default_rng(1)
+    X = np.clip(rng.normal(size=(300, 3)), -3, 3)
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(bounds=([-3.0] * 3, [3.0] * 3), epsilon=1.0, key=3, n_trees=2, depth=2)
+    a = dpjax.fit(X, y, **kw)
+    b = dpjax.fit(X, y, devices=1, **kw)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
