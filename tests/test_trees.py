@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from absl.testing import parameterized
 from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 from dpjax.losses import split_risk
@@ -28,6 +29,7 @@ from dpjax.trees import (
     split_stats,
     valid_thresholds,
 )
+from dpjax.trees.histogram import JOINT_CODES, group_size
 
 N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
 
@@ -112,6 +114,27 @@ class HistogramTest(chex.TestCase):
         chex.assert_shape(hist, (n_nodes, len(N_CODES), n_codes, 2))
         np.testing.assert_array_equal(hist, brute_histogram(codes, node, stats, n_nodes,
                                                             n_codes))
+
+    @parameterized.parameters(
+        (2, 1, 13), (2, 64, 23), (3, 5, 7), (10, 1, 20), (10, 300, 4), (255, 2, 3), (256, 3, 2))
+    def test_packed_histogram_matches_brute_force(self, n_codes, n_nodes, n_features):
+        """Every packing (``g`` features per joint code, a padded last group, ``g = 1`` for wide
+        codes or many nodes) gives the exact per-feature histogram, int32 and float32."""
+        rng = np.random.default_rng(n_codes * 1000 + n_nodes)
+        m = 400
+        codes = rng.integers(0, n_codes, (m, n_features)).astype(np.uint8)
+        node = rng.integers(0, n_nodes, m).astype(np.int32)
+        stats = rng.integers(0, 256, (m, 3)).astype(np.int32)
+        group = min(group_size(n_codes, n_nodes), n_features)
+        self.assertGreaterEqual(group, 1)
+        self.assertLessEqual(n_codes**group, max(JOINT_CODES, n_codes))
+        expected = brute_histogram(codes, node, stats, n_nodes, n_codes)
+        for dtype in (np.int32, np.float32):
+            hist = jax.jit(node_histogram, static_argnums=(3, 4))(
+                jnp.asarray(codes), jnp.asarray(node), jnp.asarray(stats.astype(dtype)), n_nodes,
+                n_codes)
+            self.assertEqual(hist.dtype, dtype)
+            np.testing.assert_array_equal(hist, expected)
 
     @chex.variants(with_jit=True, without_jit=True)
     def test_split_stats_left_plus_right_is_total(self):
