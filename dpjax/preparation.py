@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpjax.data import FeatureSpec, as_frame, encode, encode_labels, make_feature_spec
+from dpjax.data import FeatureSpec, encode, encode_labels, make_feature_spec
+from dpjax.data.binning import as_table
 from dpjax.keys import grid_keys
 from dpjax.learners import FitContext, Learner, get_learner
 from dpjax.mechanisms import LedgerEntry, PrivacyLedger, check_epsilon
@@ -33,7 +34,8 @@ that fits thousands of shapes would otherwise run out of memory mappings."""
 def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` for ``args`` (LRU-cached), returning the executable and
     the seconds spent compiling."""
-    shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a)), args)
+    shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a),
+                                     str(getattr(a, "sharding", None))), args)
     full_key = (cache_key, str(shapes))
     if full_key in _COMPILED:
         _COMPILED.move_to_end(full_key)
@@ -122,13 +124,13 @@ def prepare(
     neighbouring = check_neighbouring(neighbouring)
     public_size = _check_public_size(public_size)
     delta = check_delta(delta)
-    frame = as_frame(X)
+    table = as_table(X)
     y_index, classes, classes_from_data = encode_labels(y, classes, private=epsilon is not None)
-    if len(y_index) != frame.shape[0]:
-        raise ValueError(f"X has {frame.shape[0]} rows but y has {len(y_index)} labels")
-    spec = make_feature_spec(frame, bounds, n_bins=n_bins, missing=missing,
+    if len(y_index) != table.shape[0]:
+        raise ValueError(f"X has {table.shape[0]} rows but y has {len(y_index)} labels")
+    spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
-    codes = encode(spec, frame, on_out_of_bounds=on_out_of_bounds)
+    codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
     check_footprint(config, codes.shape, int(spec.max_codes), len(classes), batch)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)

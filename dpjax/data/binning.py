@@ -18,9 +18,10 @@ no value (an exception, or a message, that depends on a record's value would lea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -89,7 +90,34 @@ class FeatureSpec:
         if self.categories[j] is not None:
             raise ValueError(f"feature {self.names[j]!r} is categorical: it has no bin edges")
         lo, hi = self.lower[j], self.upper[j]
-        return np.linspace(lo, hi, self.n_bins + 1)[1:-1] if hi > lo else np.empty(0)
+        return _inner_edges(lo, hi, self.n_bins).copy() if hi > lo else np.empty(0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _inner_edges(lo: float, hi: float, n_bins: int) -> np.ndarray:
+    """``np.linspace(lo, hi, n_bins + 1)[1:-1]``, the inner bin edges of bounds ``lo < hi``
+    (cached, read-only: features and fits share bounds)."""
+    edges = np.linspace(lo, hi, n_bins + 1)[1:-1]
+    edges.flags.writeable = False
+    return edges
+
+
+def _as_array(X: Any) -> np.ndarray:
+    """A non-pandas ``X`` as a 2-D numpy array (no copy when it is one)."""
+    if isinstance(X, pd.Series):
+        raise ValueError("X must be 2-D (n_samples, n_features); got a pandas Series")
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features); got a {array.ndim}-D array of shape "
+            f"{array.shape}. Use X.reshape(-1, 1) for a single feature."
+        )
+    return array
+
+
+def _check_not_empty(shape: tuple[int, ...]) -> None:
+    if shape[0] == 0 or shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one column; got shape {shape}")
 
 
 def as_frame(X: Any) -> pd.DataFrame:
@@ -97,44 +125,60 @@ def as_frame(X: Any) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
         frame = X
     else:
-        if isinstance(X, pd.Series):
-            raise ValueError("X must be 2-D (n_samples, n_features); got a pandas Series")
-        array = np.asarray(X)
-        if array.ndim != 2:
-            raise ValueError(
-                f"X must be 2-D (n_samples, n_features); got a {array.ndim}-D array of shape "
-                f"{array.shape}. Use X.reshape(-1, 1) for a single feature."
-            )
+        array = _as_array(X)
         frame = pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
-    if frame.shape[0] == 0 or frame.shape[1] == 0:
-        raise ValueError(f"X must have at least one row and one column; got shape {frame.shape}")
+    _check_not_empty(frame.shape)
     frame = frame.copy(deep=False)
     frame.columns = [str(c) for c in frame.columns]
     if len(set(frame.columns)) != frame.shape[1]:
         raise ValueError("X has duplicate column names")
-    complex_columns = [c for c in frame.columns
-                       if pd.api.types.is_complex_dtype(frame[c].dtype)]
+    complex_columns = [c for c, dtype in zip(frame.columns, frame.dtypes, strict=True)
+                       if pd.api.types.is_complex_dtype(dtype)]
     if complex_columns:
         raise ValueError(f"X has complex-valued columns {complex_columns[:5]}: features must be "
                          "real numbers, booleans or categories")
     return frame
 
 
-def _is_categorical(column: pd.Series) -> bool:
-    return not pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(
-        column.dtype
-    )
+def as_table(X: Any) -> np.ndarray | pd.DataFrame:
+    """``X`` checked as :func:`as_frame` checks it: a 2-D numpy array of integers or floats
+    (columns ``x0, x1, ...``, not copied) when ``X`` is a numeric array-like, else the
+    DataFrame of :func:`as_frame`."""
+    if isinstance(X, pd.DataFrame):
+        return as_frame(X)
+    array = _as_array(X)
+    if array.dtype.kind not in "iuf":
+        return as_frame(array)
+    _check_not_empty(array.shape)
+    return array
 
 
-def _declared(bounds: Any, name: str, j: int) -> Any:
-    """What ``bounds`` declares for column ``name`` (index ``j``), or ``None``."""
+def _names(table: np.ndarray | pd.DataFrame) -> tuple[str, ...]:
+    """Column names of an :func:`as_table` table."""
+    if isinstance(table, pd.DataFrame):
+        return tuple(table.columns)
+    return tuple(f"x{j}" for j in range(table.shape[1]))
+
+
+def _column(table: np.ndarray | pd.DataFrame, j: int) -> pd.Series:
+    """Column ``j`` of an :func:`as_table` table."""
+    if isinstance(table, pd.DataFrame):
+        return table.iloc[:, j]
+    return pd.Series(table[:, j])
+
+
+def _is_categorical(dtype: Any) -> bool:
+    return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+
+
+def _declarations(bounds: Any, names: Sequence[str]) -> list[Any]:
+    """What ``bounds`` declares for each column (by name, else by index), or ``None``."""
     if bounds is None or isinstance(bounds, str):
-        return None
+        return [None] * len(names)
     if isinstance(bounds, Mapping):
-        return bounds.get(name, bounds.get(j))
-    lower, upper = bounds
-    return (float(np.asarray(lower, float).reshape(-1)[j]),
-            float(np.asarray(upper, float).reshape(-1)[j]))
+        return [bounds.get(name, bounds.get(j)) for j, name in enumerate(names)]
+    lower, upper = (np.asarray(side, float).reshape(-1).tolist() for side in bounds)
+    return list(zip(lower, upper, strict=True))
 
 
 def _check_bounds_arg(bounds: Any, n_features: int, names: Sequence[str]) -> None:
@@ -158,7 +202,7 @@ def _check_bounds_arg(bounds: Any, n_features: int, names: Sequence[str]) -> Non
         if arr.size not in (1, n_features):
             raise ValueError(f"bounds arrays must have one entry per feature ({n_features}); "
                              f"got {arr.size}")
-    if np.asarray(bounds[0]).size == 1:
+    if any(np.asarray(side).size == 1 for side in bounds):
         raise ValueError("bounds=(lower, upper) needs per-feature arrays; use "
                          "([lo] * n_features, [hi] * n_features) for equal bounds")
 
@@ -201,25 +245,26 @@ def make_feature_spec(
       private: with ``False`` (non-private fit) undeclared bounds are taken from the data
         without warning; with ``True`` they are an error.
     """
-    frame = as_frame(X)
-    names = tuple(frame.columns)
+    table = as_table(X)
+    names = _names(table)
     if not 1 <= int(n_bins) <= MAX_CODES - 1:
         raise ValueError(f"n_bins must be in 1..{MAX_CODES - 1}, got {n_bins}")
     _check_bounds_arg(bounds, len(names), names)
     missing_cols = _missing_columns(missing, names)
+    dtypes = (list(table.dtypes) if isinstance(table, pd.DataFrame)
+              else [table.dtype] * len(names))
+    categorical_dtypes = {dtype: _is_categorical(dtype) for dtype in set(dtypes)}
     lower, upper, categories, from_data = [], [], [], []
-    for j, name in enumerate(names):
-        column = frame[name]
-        declared = _declared(bounds, name, j)
-        categorical = _is_categorical(column)
+    for j, (name, dtype, declared) in enumerate(
+            zip(names, dtypes, _declarations(bounds, names), strict=True)):
+        categorical = categorical_dtypes[dtype]
         if isinstance(declared, (list, np.ndarray, pd.Index)) or (
             categorical and declared is None
         ):
-            cats = _categories(column, declared, bounds, private, name)
+            cats = _categories(dtype, declared, bounds, private, name)
             if cats is None:
-                cats = (tuple(column.dtype.categories)
-                        if isinstance(column.dtype, pd.CategoricalDtype)
-                        else tuple(sorted(pd.unique(column.dropna()), key=str)))
+                cats = (tuple(dtype.categories) if isinstance(dtype, pd.CategoricalDtype)
+                        else tuple(sorted(pd.unique(_column(table, j).dropna()), key=str)))
                 from_data.append(name)
             lower.append(np.nan)
             upper.append(np.nan)
@@ -230,7 +275,7 @@ def make_feature_spec(
                              f"not {declared!r}")
         if declared is None:
             if bounds == "data" or not private:
-                values = pd.to_numeric(column, errors="coerce").to_numpy(float)
+                values = pd.to_numeric(_column(table, j), errors="coerce").to_numpy(float)
                 finite = values[np.isfinite(values)]
                 if finite.size == 0:
                     raise ValueError(f"column {name!r} has no finite value to take bounds from")
@@ -266,16 +311,17 @@ def make_feature_spec(
 
 
 def _categories(
-    column: pd.Series, declared: Any, bounds: Any, private: bool, name: str
+    dtype: Any, declared: Any, bounds: Any, private: bool, name: str
 ) -> tuple[Any, ...] | None:
-    """Declared categories of a column, or ``None`` when they must come from the data."""
+    """Declared categories of a column of ``dtype``, or ``None`` when they must come from the
+    data."""
     if declared is not None:
         cats = tuple(declared)
-    elif pd.api.types.is_bool_dtype(column.dtype):
+    elif pd.api.types.is_bool_dtype(dtype):
         cats = (False, True)
-    elif isinstance(column.dtype, pd.CategoricalDtype) and not private:
-        cats = tuple(column.dtype.categories)
-    elif isinstance(column.dtype, pd.CategoricalDtype) or bounds == "data" or not private:
+    elif isinstance(dtype, pd.CategoricalDtype) and not private:
+        cats = tuple(dtype.categories)
+    elif isinstance(dtype, pd.CategoricalDtype) or bounds == "data" or not private:
         return None
     else:
         raise ValueError(
@@ -290,6 +336,14 @@ def _categories(
 
 def category_index(values: Any, categories: Sequence[Any]) -> np.ndarray:
     """Position of each value in ``categories`` (int64), ``-1`` for missing or unknown ones."""
+    array, cats = np.asarray(values), np.asarray(list(categories))
+    integers = (array.dtype.kind in "iu" and cats.dtype.kind in "iu"
+                and np.can_cast(array.dtype, np.int64) and np.can_cast(cats.dtype, np.int64))
+    if cats.size and (integers or array.dtype.kind == cats.dtype.kind == "b"):
+        # integers (or booleans) on both sides: a sorted lookup, exact
+        order = np.argsort(cats, kind="stable")
+        at = np.minimum(np.searchsorted(cats[order], array), len(cats) - 1)
+        return np.where(cats[order][at] == array, order[at], -1).astype(np.int64)
     index = pd.Index(list(categories), dtype=object)
     return index.get_indexer(pd.Index(np.asarray(values, dtype=object))).astype(np.int64)
 
@@ -302,35 +356,69 @@ def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "clip") -> np.n
     (default) numeric values outside the declared bounds are clipped into them and values
     outside a feature's declared categories get its "other" code, with an
     :class:`OutOfBoundsWarning`; with ``"error"`` they raise. Neither message prints a value.
+    Errors and warnings come column by column, in column order. Numeric features are binned
+    all at once (:func:`_bin_numeric`).
     """
     if on_out_of_bounds not in OUT_OF_BOUNDS:
         raise ValueError(f"on_out_of_bounds must be one of {OUT_OF_BOUNDS}, "
                          f"got {on_out_of_bounds!r}")
-    frame = _aligned(spec, X)
-    codes = np.empty(frame.shape, np.uint8)
-    n_values = spec.n_values
+    table = _aligned(spec, X)
+    missing_codes = [int(v) if m else None
+                     for v, m in zip(spec.n_values, spec.missing, strict=True)]
+    numeric = [j for j, cats in enumerate(spec.categories) if cats is None]
+    values = _numeric_values(table, numeric)
+    converted = numeric[:values.shape[1]]
+    binned = _bin_numeric(spec, converted, values, [missing_codes[j] for j in converted])
+    if len(converted) == spec.n_features:
+        codes = binned.codes
+    else:
+        codes = np.empty(table.shape, np.uint8)
+        codes[:, converted] = binned.codes
+    flags = zip(binned.infinite.tolist(), binned.nan.tolist(), binned.outside.tolist(),
+                strict=True)
     for j, name in enumerate(spec.names):
-        column = frame[name]
-        missing_code = int(n_values[j]) if spec.missing[j] else None
-        if spec.categories[j] is None:
-            codes[:, j] = _encode_numeric(spec, j, column, missing_code, on_out_of_bounds)
-        else:
-            codes[:, j] = _encode_categorical(spec, j, column, missing_code, on_out_of_bounds)
+        if spec.categories[j] is not None:
+            codes[:, j] = _encode_categorical(spec, j, _column(table, j), missing_codes[j],
+                                              on_out_of_bounds)
+            continue
+        flag = next(flags, None)
+        if flag is None:
+            raise ValueError(f"column {name!r} is declared numeric but holds non-numeric "
+                             "values")
+        _check_numeric(spec, j, *flag, missing_codes[j], on_out_of_bounds)
     return codes
 
 
-def _aligned(spec: FeatureSpec, X: Any) -> pd.DataFrame:
-    frame = as_frame(X)
+def _aligned(spec: FeatureSpec, X: Any) -> np.ndarray | pd.DataFrame:
+    """``X`` as an :func:`as_table` table with the spec's columns in its order: a DataFrame's
+    columns by name, an array's by position."""
+    table = as_table(X)
     if isinstance(X, pd.DataFrame):
-        absent = [n for n in spec.names if n not in frame.columns]
+        absent = [n for n in spec.names if n not in table.columns]
         if absent:
             raise ValueError(f"X lacks the columns {absent} the model was fitted on")
-        return frame[list(spec.names)]
-    if frame.shape[1] != spec.n_features:
-        raise ValueError(f"X has {frame.shape[1]} features, the model expects "
+        return table[list(spec.names)]
+    if table.shape[1] != spec.n_features:
+        raise ValueError(f"X has {table.shape[1]} features, the model expects "
                          f"{spec.n_features}")
-    frame.columns = list(spec.names)
-    return frame
+    return table
+
+
+def _numeric_values(table: np.ndarray | pd.DataFrame, numeric: list[int]) -> np.ndarray:
+    """The numeric columns ``numeric`` of ``table`` as one 2-D array of numbers (the array
+    itself, or float64), up to the first column that does not hold numbers."""
+    if isinstance(table, np.ndarray):
+        return table if len(numeric) == table.shape[1] else table[:, numeric]
+    frame = table.iloc[:, numeric]
+    if all(isinstance(dtype, np.dtype) and dtype.kind in "biuf" for dtype in frame.dtypes):
+        return frame.to_numpy(dtype=np.float64)
+    values = np.empty(frame.shape)
+    for i in range(frame.shape[1]):
+        try:
+            values[:, i] = frame.iloc[:, i].to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            return values[:, :i]
+    return values
 
 
 def _missing_error(name: str) -> ValueError:
@@ -349,28 +437,170 @@ def _outside(name: str, what: str, policy: str, action: str) -> None:
     warnings.warn(f"{message}; {action}", OutOfBoundsWarning, stacklevel=5)
 
 
-def _encode_numeric(
-    spec: FeatureSpec, j: int, column: pd.Series, missing_code: int | None, policy: str
-) -> np.ndarray:
+def _check_numeric(spec: FeatureSpec, j: int, infinite: bool, nan: bool, outside: bool,
+                   missing_code: int | None, policy: str) -> None:
+    """Raise for infinite values and for undeclared missing ones of numeric feature ``j``, then
+    raise or warn (``policy``) if it has values outside its bounds."""
     name, lo, hi = spec.names[j], spec.lower[j], spec.upper[j]
-    try:
-        values = column.to_numpy(dtype=float, na_value=np.nan)
-    except (TypeError, ValueError):
-        raise ValueError(f"column {name!r} is declared numeric but holds non-numeric "
-                         "values") from None
-    nan = np.isnan(values)
-    if np.isinf(values).any():
+    if infinite:
         raise ValueError(f"column {name!r} contains infinite values")
-    if nan.any() and missing_code is None:
+    if nan and missing_code is None:
         raise _missing_error(name)
-    if (~nan & ((values < lo) | (values > hi))).any():
+    if outside:
         _outside(name, f"bounds [{lo:g}, {hi:g}]", policy, "clipped into the bounds")
-    # Bin c holds edges[c-1] <= x < edges[c] (the last bin also holds hi), exactly as
-    # FeatureSpec.bin_edges declares them.
-    codes = np.searchsorted(spec.bin_edges(j), np.clip(values, lo, hi), side="right")
-    if missing_code is not None:
-        codes = np.where(nan, missing_code, codes)
-    return codes.astype(np.uint8)
+
+
+class _Binned(NamedTuple):
+    """Codes of numeric features and, per feature, whether it holds infinite values, NaN and
+    values outside its bounds (NaN aside)."""
+
+    codes: np.ndarray
+    infinite: np.ndarray
+    nan: np.ndarray
+    outside: np.ndarray
+
+
+CHUNK = 1 << 16
+"""Values binned per numpy call in :func:`_bin_numeric`: blocks that stay in the CPU cache
+between its passes."""
+FOLD = 256
+"""Row width (in values) of the column extrema's reductions: a narrow table is folded to it."""
+_UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+
+
+def _bin_numeric(spec: FeatureSpec, features: list[int], values: np.ndarray,
+                 missing_codes: list[int | None]) -> _Binned:
+    """Codes of the numeric ``features`` (``values[:, i]`` holds feature ``features[i]``): the
+    bin ``searchsorted(spec.bin_edges(j), clip(x, lo, hi), side="right")`` of each value,
+    missing codes for NaN; and the features' :class:`_Binned` flags.
+
+    One pass over cache-sized blocks of the table, in its memory order (the codes take the
+    same order): the extrema of every column (they give the flags) and, for every feature that
+    :func:`_regular` admits, the bin of each value from arithmetic (:func:`_bin_chunk`; two
+    bins: one comparison with the edge). Other features (constant ones, pathological bounds)
+    and columns holding NaN are then done column by column.
+    """
+    n, m = values.shape
+    if m == 0:
+        return _Binned(np.empty((n, 0), np.uint8), *np.zeros((3, 0), bool))
+    lo = np.asarray([spec.lower[j] for j in features], np.float64)
+    hi = np.asarray([spec.upper[j] for j in features], np.float64)
+    n_bins = spec.n_bins
+    with np.errstate(over="ignore"):
+        step = (hi - lo) / n_bins            # np.linspace's step
+    single = ~(hi > lo) | (n_bins == 1)      # one code: 0
+    regular = _regular(lo, hi, step, n_bins)
+    lo_r, step_r = np.where(regular, lo, 0.0), np.where(regular, step, 1.0)
+    # lower bound, 1 / step, step, and the one edge of two bins in the values' dtype
+    params = (lo_r, 1 / step_r, step_r, _ceil_to(lo_r + step_r, values.dtype))
+    by_column = values.flags.f_contiguous and not values.flags.c_contiguous
+    codes = np.empty((n, m), np.uint8, order="F" if by_column else "C")
+    if by_column:   # blocks of whole columns (or of column pieces), parameters per column
+        rows, fold = min(n, CHUNK), 1
+        width = max(1, CHUNK // rows)
+        chunks = [(slice(j, j + width), values.T[j:j + width, s:s + rows],
+                   codes.T[j:j + width, s:s + rows], tuple(p[j:j + width, None] for p in params))
+                  for j in range(0, m, width) for s in range(0, n, rows)]
+    else:           # blocks of rows, parameters tiled to a block
+        fold = -(-FOLD // m)
+        rows = min(max(1, CHUNK // m // fold) * fold, n)
+        tiles = tuple(np.tile(p, (rows, 1)) for p in params)
+        chunks = [(slice(None), values[s:s + rows], codes[s:s + rows],
+                   tuple(t[:n - s] for t in tiles)) for s in range(0, n, rows)]
+    work = (*np.empty((3, chunks[0][1].size)), np.empty(chunks[0][1].size, bool))
+    low, high = np.full(m, np.inf), np.full(m, -np.inf)
+    with np.errstate(invalid="ignore", over="ignore"):   # NaN and inf are flagged, not binned
+        for columns, block, out, block_params in chunks:
+            block_low, block_high = _extrema(block, int(by_column), fold)
+            np.minimum(low[columns], block_low, out=low[columns])    # NaN propagates
+            np.maximum(high[columns], block_high, out=high[columns])
+            if n_bins == 2:
+                np.greater_equal(block, block_params[3], out=out.view(bool))
+            elif regular.any():
+                _bin_chunk(block, out, *block_params[:3], n_bins,
+                           *(w[:block.size].reshape(block.shape) for w in work))
+    nan = np.isnan(low) | np.isnan(high)
+    infinite = (low == -np.inf) | (high == np.inf)
+    outside = (low < lo) | (high > hi)
+    codes[:, single] = 0
+    for i in np.flatnonzero(nan | ~(regular | single)).tolist():
+        column = values[:, i].astype(np.float64)
+        if not (regular[i] or single[i]):
+            edges = spec.bin_edges(features[i])
+            codes[:, i] = np.searchsorted(edges, np.clip(column, lo[i], hi[i]), side="right")
+        if nan[i]:
+            missing = np.isnan(column)
+            present = column[~missing]
+            infinite[i] = np.isinf(present).any()
+            outside[i] = ((present < lo[i]) | (present > hi[i])).any()
+            if missing_codes[i] is not None:
+                codes[missing, i] = missing_codes[i]
+    return _Binned(codes, infinite, nan, outside)
+
+
+def _bin_chunk(block: np.ndarray, out: np.ndarray, lo: np.ndarray, inverse: np.ndarray,
+               step: np.ndarray, n_bins: int, x: np.ndarray, q: np.ndarray, edge: np.ndarray,
+               below: np.ndarray) -> None:
+    """Write into ``out`` the bins of ``block``'s values, ``n_bins >= 3`` bins per feature from
+    ``lo`` by ``step`` (``inverse = 1 / step``), all arrays broadcasting to ``block``; ``x``,
+    ``q``, ``edge`` (float64) and ``below`` (bool) are work arrays of its shape.
+
+    The candidate ``c = clip(rint((x - lo) * inverse), 1, n_bins - 1)`` is the true bin ``t``
+    or ``t + 1`` (:func:`_regular`), so ``t = c - (x < edge_c)`` with ``edge_c = c * step +
+    lo``, computed as ``np.linspace`` computes its edges.
+    """
+    if block.dtype != np.float64:
+        np.copyto(x, block, casting="unsafe")
+        block = x
+    np.subtract(block, lo, out=q)
+    np.multiply(q, inverse, out=q)
+    np.rint(q, out=q)
+    np.clip(q, 1, n_bins - 1, out=q)
+    np.multiply(q, step, out=edge)
+    np.add(edge, lo, out=edge)
+    np.copyto(out, q, casting="unsafe")
+    np.less(block, edge, out=below)
+    np.subtract(out, below.view(np.uint8), out=out)
+
+
+def _regular(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, n_bins: int) -> np.ndarray:
+    """Which features :func:`_bin_chunk` bins by arithmetic: ``n_bins > 1``, a normal, finite
+    ``step``; rounding errors below half a bin (in bins, the edges' are at most ``u * (2 *
+    n_bins + |lo| / step)`` and the candidate's ``3.3 * u * n_bins``, ``u`` the unit roundoff;
+    so the candidate is the bin or the next one up); and ``k * step + lo`` reproducing
+    ``np.linspace``'s edges bit for bit."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        regular = ((n_bins > 1) & (step >= np.finfo(np.float64).tiny) & np.isfinite(step)
+                   & (_UNIT_ROUNDOFF * (8 * n_bins + np.abs(lo) / step) < 0.25))
+    if regular.any():
+        formula = np.arange(1, n_bins, dtype=np.float64) * step[regular, None] + lo[regular, None]
+        edges = np.stack([_inner_edges(a, b, n_bins)
+                          for a, b in zip(lo[regular].tolist(), hi[regular].tolist(),
+                                          strict=True)])
+        regular[regular] = (formula == edges).all(1)
+    return regular
+
+
+def _ceil_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The least number of the float ``dtype`` at or above each float64 value, so that
+    ``x >= values`` iff ``x >= _ceil_to(values, x.dtype)`` for every ``x`` of that dtype
+    (``values`` itself for float64 and non-float dtypes, which compare as float64)."""
+    if dtype.kind != "f" or dtype == np.float64:
+        return values
+    with np.errstate(over="ignore"):
+        rounded = values.astype(dtype)
+    return np.where(rounded < values, np.nextafter(rounded, np.inf), rounded)
+
+
+def _extrema(block: np.ndarray, axis: int, fold: int) -> tuple[np.ndarray, np.ndarray]:
+    """Minima and maxima of ``block`` along ``axis`` (NaN where a line holds NaN); a
+    C-contiguous ``block`` reduced along axis 0 is first folded to rows of ``fold`` times its
+    width when ``fold`` divides its row count (narrow rows reduce slowly)."""
+    rows, m = block.shape
+    if axis == 0 and fold > 1 and rows % fold == 0 and block.flags.c_contiguous:
+        wide = block.reshape(rows // fold, fold * m)
+        return wide.min(0).reshape(fold, m).min(0), wide.max(0).reshape(fold, m).max(0)
+    return block.min(axis), block.max(axis)
 
 
 def _encode_categorical(
