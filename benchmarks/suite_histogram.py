@@ -1,0 +1,104 @@
+"""Section ``histogram``: one tree level's histogram against the memory floor.
+
+Input: ``m x n`` uint8 codes (1e6 x 20, 10 codes each; ``--quick``: 1e5 rows), a node per row
+(int32, uniform over the level's nodes) and int32 statistics ``[m, 2]``; levels of 1, 8 and 32
+nodes. Programs, jitted and timed interleaved (:func:`harness.interleaved_seconds`, median of
+the rounds):
+
+* ``node_histogram`` (``dpjax.trees.histogram``): packs the codes, then scatters (what a fit
+  without hoisting would pay per level);
+* ``packed_histogram`` on codes packed once outside (``pack_codes`` with
+  ``group = min(group_size(n_codes, n_nodes), n_features)``): the per-level cost inside a fit,
+  where the packing is loop-invariant; ``pack_codes`` alone is its own row;
+* ``jnp.sum`` of the codes: XLA reading them once.
+
+The floor: numpy reading the codes once (``codes.sum(dtype=np.uint64)``, median of >= 5), in
+the same run; every row also gives its ratio to it. The packed and unpacked histograms are
+checked equal (integer sums are exact).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.suite_common import Section, Settings, fmt_rows, synthetic_codes
+
+N_CODES = 10
+FLOOR_REPEATS = 7
+
+
+def numpy_floor(codes: np.ndarray, repeats: int = FLOOR_REPEATS) -> float:
+    """Median seconds of numpy reading ``codes`` once (a uint64 sum)."""
+    codes.sum(dtype=np.uint64)
+    return harness.median([harness.timed(lambda: codes.sum(dtype=np.uint64))[1]
+                           for _ in range(repeats)])
+
+
+def run(settings: Settings) -> Section:
+    from dpjax.trees import histogram
+
+    m, n = settings.hist_rows, settings.hist_features
+    rng = np.random.default_rng(1)
+    codes_np = synthetic_codes(m, n)
+    codes = jnp.asarray(codes_np)
+    stats = jnp.asarray(rng.integers(0, 100, (m, 2), dtype=np.int32))
+    harness.log(f"histogram: {m} x {n} codes, numpy floor")
+    floor = numpy_floor(codes_np)
+
+    programs = {"jnp.sum(codes): XLA reads the codes once":
+                (lambda c: jnp.sum(c, dtype=jnp.uint32), (codes,))}
+    shapes: dict[str, tuple[int, int]] = {}
+    missing = [name for name in ("node_histogram", "packed_histogram", "pack_codes",
+                                 "group_size") if not hasattr(histogram, name)]
+    if missing:
+        raise RuntimeError(f"dpjax.trees.histogram lacks {missing}")
+    for n_nodes in settings.hist_nodes:
+        node = jnp.asarray(rng.integers(0, n_nodes, m, dtype=np.int32))
+        group = min(histogram.group_size(N_CODES, n_nodes), n)
+        packed = jax.block_until_ready(jax.jit(functools.partial(
+            histogram.pack_codes, n_codes=N_CODES, group=group))(codes))
+        shapes[f"pack_codes (group={group})"] = (group, 0)
+        programs[f"pack_codes (group={group})"] = (
+            functools.partial(histogram.pack_codes, n_codes=N_CODES, group=group), (codes,))
+        programs[f"node_histogram, {n_nodes} node(s) (packs inside)"] = (
+            functools.partial(histogram.node_histogram, n_nodes=n_nodes, n_codes=N_CODES),
+            (codes, node, stats))
+        programs[f"packed_histogram, {n_nodes} node(s) (group={group})"] = (
+            functools.partial(histogram.packed_histogram, n_nodes=n_nodes, n_codes=N_CODES,
+                              group=group, n_features=n), (packed, node, stats))
+        shapes[f"packed_histogram, {n_nodes} node(s) (group={group})"] = (group, n_nodes)
+        shapes[f"node_histogram, {n_nodes} node(s) (packs inside)"] = (group, n_nodes)
+    outputs: dict[str, jax.Array] = {}
+    seconds = harness.interleaved_seconds(programs, settings.hist_rounds, outputs)
+
+    agree = {}
+    for n_nodes in settings.hist_nodes:
+        pair = [outputs[name] for name in outputs if f", {n_nodes} node(s) " in name]
+        agree[n_nodes] = bool(np.array_equal(np.asarray(pair[0]), np.asarray(pair[1])))
+    records = [{"section": "histogram", "program": "numpy codes.sum(dtype=uint64): the floor",
+                "rows": m, "features": n, "nodes": None, "ms": 1e3 * floor, "ratio_to_floor": 1.0,
+                "gb_per_s": codes_np.nbytes / floor / 1e9}]
+    for name, value in seconds.items():
+        group, n_nodes = shapes.get(name, (None, None))
+        records.append({"section": "histogram", "program": name, "rows": m, "features": n,
+                        "nodes": n_nodes or None, "group": group, "ms": 1e3 * value,
+                        "ratio_to_floor": value / floor,
+                        "gb_per_s": codes_np.nbytes / value / 1e9,
+                        "agrees": agree.get(n_nodes) if n_nodes else None})
+    rows = [(r["program"], f"{r['ms']:.2f}", f"{r['ratio_to_floor']:.1f}x",
+             f"{r['gb_per_s']:.2f}", "-" if r.get("agrees") is None else str(r["agrees"]))
+            for r in records]
+    text = [f"## histogram: one level, {fmt_rows(m)} x {n} uint8 codes ({N_CODES} codes each), "
+            "int32 stats [m, 2]", "",
+            harness.md_table(("program", "ms (median)", "x floor", "GB/s of codes",
+                              "packed == unpacked"), rows), "",
+            f"floor = numpy reading the {codes_np.nbytes / 1e6:.0f} MB of codes once, median "
+            f"of {FLOOR_REPEATS}; jitted programs: median of {settings.hist_rounds} "
+            "interleaved rounds, compile excluded. GB/s = code bytes / time (what reading "
+            "the codes alone would need)."]
+    return Section("histogram", "\n".join(text), records)
