@@ -40,20 +40,20 @@ def enable(path: str | os.PathLike[str] | None = None) -> Path | None:
     for every program, however fast it compiles; returns the directory in use, or ``None``
     when turned off or when the directory cannot be created. A directory already configured
     in JAX is kept."""
-    configured = jax.config.jax_compilation_cache_dir
-    if configured:
-        return Path(configured)
-    directory = Path(path) if path is not None else default_dir()
-    if directory is None:
+    configured = directory()
+    if configured is not None:
+        return configured
+    chosen = Path(path) if path is not None else default_dir()
+    if chosen is None:
         return None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        chosen.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    return directory
+    return chosen
 
 
 def disable() -> None:
