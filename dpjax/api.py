@@ -145,7 +145,8 @@ def sweep(
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
     as sequences (boosted: ``learning_rate``, ``regularisation``; malpha: ``alpha``,
     ``beta_tree``; smooth_boost: ``kappa``, ``learning_rate``, ``min_signal``) with every
-    seed, as **one** jit-compiled, vmapped call.
+    seed, as **one** jit-compiled call (the grid points vmapped; mapped one after the other for
+    learners that branch per point, ``Learner.sweep_by_map``: boosted).
 
     Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
     is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).
@@ -178,14 +179,16 @@ def sweep(
                        params=params, public_size=public_size, delta=delta, batch=len(grid))
     fn, cache_key = prepared.fit_fn(private=private)
 
-    # Seeds by lax.map, grid points by vmap inside (fit_grid): work that depends neither on
+    # Seeds by lax.map, grid points by vmap inside (fit_grid; by lax.map for learners that
+    # branch per point, Learner.sweep_by_map): work that depends neither on
     # the traced settings nor on the noise (random structures, routing, counts) is done once
     # per seed. The data are arguments, never baked-in constants: the compiled program is
     # cached by shape and reused for other data of the same shape.
     def batched(keys: jax.Array, codes: jax.Array, y: jax.Array,
                 points: dict[str, jax.Array], size: jax.Array) -> Any:
         per_seed = jax.lax.map(
-            lambda key: fit_grid(fn, traced_names, key, codes, y, points, size), keys)
+            lambda key: fit_grid(fn, traced_names, key, codes, y, points, size,
+                                 by_map=prepared.config.sweep_by_map), keys)
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
     keys = jnp.stack([as_key(seed) for seed in seeds])

@@ -211,14 +211,17 @@ def check_budgets(epsilon: Any) -> list[float]:
 
 def fit_grid(fn: Callable[..., Any], traced: tuple[str, ...], key: jax.Array,
               codes: jax.Array, y: jax.Array, points: dict[str, jax.Array],
-              size: jax.Array) -> Any:
+              size: jax.Array, by_map: bool = False) -> Any:
     """``(params, costs)`` of every grid point of one seed key, stacked on a leading axis:
     each point has its own noise key and all share the data-independent structure key
-    (:func:`grid_keys`)."""
+    (:func:`grid_keys`). The points are vmapped, or fitted one after the other with
+    ``by_map`` (:attr:`dpjax.learners.Learner.sweep_by_map`)."""
     structure_key, point_keys = grid_keys(key, points["epsilon"].shape[0])
 
     def fit_point(point_key: jax.Array, point: dict[str, jax.Array]) -> Any:
         return fn(point_key, codes, y, point["epsilon"], {n: point[n] for n in traced}, size,
                   structure_key)
 
+    if by_map:
+        return jax.lax.map(lambda args: fit_point(*args), (point_keys, points))
     return jax.vmap(fit_point)(point_keys, points)

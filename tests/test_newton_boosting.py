@@ -308,3 +308,33 @@ def test_boosted_config_validates_and_refuses_more_than_two_classes():
     with pytest.raises(ValueError, match="binary"):
         dpjax.fit(X, np.arange(30) % 3, method="boosted", epsilon=1.0, bounds={"a": (0, 1)},
                   classes=[0, 1, 2])
+
+
+def test_sweep_maps_grid_points_and_each_equals_its_single_fit():
+    """The boosted sweep fits its grid points one after the other (``sweep_by_map``: each
+    round skips the branch it does not use): grid point ``i`` of seed ``j`` is exactly the
+    learner's fit with its own noise key and the seed's shared structure key, on both sides of
+    the auto shape's switch (few rounds at the small ε: random trees; a full cyclic pass at
+    the large one)."""
+    from conftest import learner_fit
+
+    from dpjax.api import grid_keys
+    from dpjax.preparation import fit_grid
+
+    assert Boosted.sweep_by_map and "by_map" in inspect.signature(fit_grid).parameters
+    X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
+    fit = dict(method="boosted", bounds={c: (0.0, 1.0) for c in X.columns}, n_bins=8)
+    sweep = dpjax.sweep(X, Y, epsilon=[0.05, 5.0], learning_rate=[0.5, 1.0], seeds=2, **fit)
+    cyclic = set()
+    for i, point in enumerate(sweep.grid):
+        for j, seed in enumerate(sweep.seeds):
+            model = sweep.model(i, j)
+            structure_key, point_keys = grid_keys(dpjax.as_key(seed), len(sweep.grid))
+            params, costs = learner_fit(model, X, Y, point_keys[i], point["epsilon"],
+                                        structure_key=structure_key,
+                                        learning_rate=point["learning_rate"])
+            chex.assert_trees_all_equal(model.params, params)
+            ledger = dpjax.PrivacyLedger(requested_epsilon=point["epsilon"]).with_costs(costs)
+            assert model.privacy.epsilon == ledger.epsilon
+            cyclic.add(bool(np.any(np.asarray(params.table))))
+    assert cyclic == {True, False}

@@ -384,15 +384,31 @@ def fit_newton_boosted(
         jax.random.split(k_trees, n_trees if has_random else 1), depth, n_codes_per_feature)
     order = jax.random.permutation(k_order, n_features)
 
+    columns = codes.T if has_cyclic else None   # [n, m]: a cyclic round reads one row
+
+    def cyclic_cell(r: jax.Array) -> jax.Array:
+        return columns[order[r % n_features]].astype(jnp.int32)
+
+    def random_cell(r: jax.Array) -> jax.Array:
+        tree = jnp.minimum(r, feature.shape[0] - 1)
+        return leaf_index(feature[tree], threshold[tree], codes)
+
+    def round_stats(score: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if has_random and has_cyclic:
+            cell = jax.lax.cond(use_random, random_cell, cyclic_cell, r)
+        else:
+            cell = random_cell(r) if has_random else cyclic_cell(r)
+        return cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
+
+    def dead_round(score: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+        del r
+        return (jnp.zeros(score.shape, jnp.int32),
+                jnp.zeros((n_cells, 2), jnp.int32 if private else jnp.float32))
+
     def round_r(score: jax.Array, r: jax.Array):
-        if has_random:
-            tree = jnp.minimum(r, feature.shape[0] - 1)
-            cell = leaf_index(feature[tree], threshold[tree], codes)
-        if has_cyclic:
-            column = codes[:, order[r % n_features]].astype(jnp.int32)
-            cell = jnp.where(use_random, cell, column) if has_random else column
-        sums = jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
         live = r < rounds
+        # past the public schedule a round releases nothing and moves nothing: skip its pass
+        cell, sums = jax.lax.cond(live, round_stats, dead_round, score, r)
         if private:
             sums, cost = release_sums(jax.random.fold_in(k_rounds, r), sums, budget["round"],
                                       sensitivity, noise, delta)

@@ -72,6 +72,10 @@ class Learner:
     """Base class of the learner configs (see the module docstring)."""
 
     name: ClassVar[str]
+    sweep_by_map: ClassVar[bool] = False
+    """``dpjax.sweep`` fits the grid points one after the other (``lax.map``) instead of
+    vmapping them: for learners whose work per point is branches on traced values (a vmapped
+    ``lax.cond`` runs every branch for every point) and shares nothing along the grid."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

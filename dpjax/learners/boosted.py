@@ -47,6 +47,7 @@ class Boosted(Learner):
     :func:`dpjax.ensembles.newton.fit_newton_boosted`."""
 
     name: ClassVar[str] = "boosted"
+    sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
     depth: int = hyper(4, positive_int(MAX_DEPTH))
