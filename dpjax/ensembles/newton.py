@@ -401,9 +401,8 @@ def fit_newton_boosted(
         return cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
 
     def dead_round(score: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
-        del r
-        return (jnp.zeros(score.shape, jnp.int32),
-                jnp.zeros((n_cells, 2), jnp.int32 if private else jnp.float32))
+        return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype),
+                            jax.eval_shape(round_stats, score, r))
 
     def round_r(score: jax.Array, r: jax.Array):
         live = r < rounds
