@@ -21,6 +21,7 @@ from dpjax.mechanisms.exact import (
     discrete_laplace,
     laplace_fraction,
     uniform_below,
+    window_size,
 )
 from dpjax.mechanisms.laplace import grid_step
 
@@ -82,6 +83,20 @@ def test_bernoulli_exp_zero_rate_is_always_one_and_huge_rate_never():
     coins = bernoulli_exp(jax.random.key(0), jnp.array([0, 0, 2**30]), jnp.array([0, 0, 0],
                                                                                  jnp.uint32))
     np.testing.assert_array_equal(np.asarray(coins), [True, True, False])
+
+
+def test_windowed_draws_keep_their_own_rates():
+    """Far more draws than the window: each draw starts from its own initial state (rate 0:
+    always 1, a huge rate: never, and 1.0 in between, interleaved) whichever slot runs it."""
+    n = 200_003
+    assert window_size(n) < n
+    kind = np.arange(n) % 3
+    whole = jnp.asarray(np.choose(kind, [0, 2**30, 1]), jnp.int32)
+    coins = np.asarray(jax.jit(bernoulli_exp)(jax.random.key(5), whole,
+                                              jnp.zeros(n, jnp.uint32)))
+    assert coins[kind == 0].all() and not coins[kind == 1].any()
+    p, middle = math.exp(-1.0), coins[kind == 2]
+    assert abs(middle.mean() - p) <= binomial_tolerance(p, middle.size)
 
 
 @pytest.mark.parametrize("n", [1, 7, 3 * 2**30 + 5])

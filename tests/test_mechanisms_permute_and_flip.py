@@ -140,9 +140,11 @@ def test_permute_and_flip_neg_inf_never_chosen_and_huge_epsilon_is_argmax():
         # the finite candidates all remain possible at small epsilon
         if eps == 0.01:
             assert set(np.unique(draws)) == {0, 2, 4}
-    # a huge budget leaves only the best candidate's coin heads: the argmax every time
+    # a huge budget leaves only the best candidate's coin heads, but for the cap: every other
+    # coin is heads with probability e^-16 (GAMMA_CAP), so about N_DRAWS·4·e^-16 ≈ 0.05 draws in
+    # all miss the argmax; 3 or more has probability below 2e-5
     draws = np.asarray(pf_batched(jax.random.key(6), batched(UTILITY), 1.0, 1e5)[0])
-    np.testing.assert_array_equal(draws, 3)
+    assert (draws != 3).sum() <= 2
     # a row with no finite utility returns index 0
     index, _ = permute_and_flip(jax.random.key(7), jnp.full((2, 3), -jnp.inf), 1.0, 1.0)
     np.testing.assert_array_equal(index, 0)

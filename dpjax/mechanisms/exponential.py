@@ -84,7 +84,10 @@ def permute_and_flip(
       ``(index int32 [*batch], cost)`` with ``cost.epsilon`` of shape ``batch``. A row with no
       finite utility returns index 0.
     """
-    utility = jnp.asarray(utility, jnp.float32)
+    # one materialised utility for the maximum and the gaps: XLA may otherwise recompute the
+    # utility inside each consumer's fusion, and two compilations of one float expression can
+    # differ in the last ulp (a candidate above "the maximum", a negative gap)
+    utility = jax.lax.optimization_barrier(jnp.asarray(utility, jnp.float32))
     batch_shape = utility.shape[:-1]
     epsilon = jnp.asarray(epsilon, jnp.float32)
     sensitivity = jnp.broadcast_to(jnp.asarray(sensitivity, jnp.float32), batch_shape)
@@ -92,7 +95,7 @@ def permute_and_flip(
                       / ((1.0 if monotone else 2.0) * sensitivity))
     finite = jnp.isfinite(utility)
     best = jnp.max(jnp.where(finite, utility, -jnp.inf), axis=-1, keepdims=True)
-    gamma = jnp.minimum(rate[..., None] * (best - utility), GAMMA_CAP)
+    gamma = jnp.clip(rate[..., None] * (best - utility), 0.0, GAMMA_CAP)
     whole, frac = coin_rates(jnp.where(finite, gamma, 0.0))
     k_coins, k_pick = jax.random.split(key)
     heads = bernoulli_exp(k_coins, whole, frac) & finite
