@@ -71,17 +71,19 @@ def fit(
       key: ``None`` (default) draws fresh OS entropy: use it for anything you release. An int
         seed or a ``jax.random`` key gives a reproducible model, for experiments only: anyone
         who knows the key can recompute the noise, which voids the guarantee.
-      bounds: public feature bounds: ``(lower, upper)`` per-feature arrays, or a dict column ->
-        ``(lo, hi)`` tuple or category *list*, or ``"data"`` (not private; warns). Required for
-        numeric features when ``epsilon`` is set.
+      bounds: public feature bounds: ``(lower, upper)`` per-feature arrays (or scalars for every
+        feature), or a dict column -> ``(lo, hi)`` tuple or category *list*, or ``"data"`` (not
+        private; warns). Required for numeric features when ``epsilon`` is set.
       classes: the declared class labels (public). Default: ``(False, True)`` for boolean
         labels and ``(0, 1)`` for numeric ones (other numeric labels are an error: declare
-        them); labels of any other type are read off ``y`` with a warning (not private).
+        them); labels of any other type are read off ``y`` with a warning (not private), as
+        are any labels with ``classes="data"``.
       n_bins: equal-width bins per numeric feature (1..255).
       missing: ``"error"``, ``"code"`` or the list of columns that may hold missing values.
       on_out_of_bounds: ``"clip"`` (default; numeric values outside ``bounds`` are clipped and
         unknown categories coded as "other", with a warning that prints no value) or
         ``"error"`` (opt-in: an exception whose raising depends on a record is not private).
+        It applies to the training data: prediction always clips.
       neighbouring: ``"add_remove"`` or ``"replace_one"`` (alias ``"substitute"``)
         neighbouring datasets; replace-one doubles the count and split sensitivities.
       public_size: the number of training rows, if it is public (a fixed-size study). Under
@@ -121,8 +123,7 @@ def fit(
     compiled, compile_s = compile_cached(fn, cache_key, *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
     return Model(prepared.config, fitted, prepared.spec, prepared.classes,
-                 ledger_of(prepared, epsilon, costs), Timings(compile_s, run_s),
-                 on_out_of_bounds)
+                 ledger_of(prepared, epsilon, costs), Timings(compile_s, run_s))
 
 
 def sweep(
@@ -205,7 +206,7 @@ def sweep(
                        config) for j in range(len(seeds))), key=lambda ledger: ledger.epsilon)
         for i, (g, config) in enumerate(zip(grid, configs, strict=True)))
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
-                 Timings(compile_s, run_s), on_out_of_bounds)
+                 Timings(compile_s, run_s))
 
 
 def clear_caches() -> None:

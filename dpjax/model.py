@@ -60,15 +60,17 @@ class Model(_Configured):
     classes: tuple[Any, ...]
     privacy: PrivacyLedger
     timings: Timings
-    on_out_of_bounds: str = "clip"
 
     @property
     def learner(self) -> Learner:
         return self.config
 
     def encode(self, X: Any) -> jax.Array:
-        """uint8 codes ``[m, n]`` of raw ``X`` under the model's public feature spec."""
-        return jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
+        """uint8 codes ``[m, n]`` of raw ``X`` under the model's public feature spec. Values
+        outside the declared bounds are clipped into them (unknown categories take the "other"
+        code) with a warning, whatever ``on_out_of_bounds`` the fit had: prediction releases
+        nothing about the training data."""
+        return jnp.asarray(encode(self.spec, X))
 
     def proba_function(self) -> Callable[[Any, jax.Array], jax.Array]:
         """Pure ``(params, codes) -> class scores [m, C]`` (jit/vmap/grad-friendly)."""
@@ -127,7 +129,6 @@ class Sweep(_Configured):
     classes: tuple[Any, ...]
     ledgers: tuple[PrivacyLedger, ...]
     timings: Timings
-    on_out_of_bounds: str = "clip"
 
     @property
     def config(self) -> Learner:
@@ -138,10 +139,10 @@ class Sweep(_Configured):
         """The model of grid point ``i`` and seed index ``j``."""
         params = jax.tree.map(lambda a: a[i, j], self.params)
         return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
-                     self.timings, self.on_out_of_bounds)
+                     self.timings)
 
     def _codes(self, X: Any) -> jax.Array:
-        return jnp.asarray(encode(self.spec, X, on_out_of_bounds=self.on_out_of_bounds))
+        return jnp.asarray(encode(self.spec, X))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""

@@ -126,6 +126,9 @@ def prepare(
     delta = check_delta(delta)
     table = as_table(X)
     y_index, classes, classes_from_data = encode_labels(y, classes, private=epsilon is not None)
+    if config.binary and len(classes) != 2:
+        raise ValueError(f"Only binary classification is supported: {config.name} is a binary "
+                         f"classifier; got {len(classes)} classes")
     if len(y_index) != table.shape[0]:
         raise ValueError(f"X has {table.shape[0]} rows but y has {len(y_index)} labels")
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,

@@ -58,8 +58,10 @@ def test_bounds_as_tuple_of_arrays():
     np.testing.assert_array_equal(codes, [[0, 0], [3, 3], [2, 2]])
     spec_list, _ = spec_and_codes(X, ([0.0, 10.0], [1.0, 20.0]), n_bins=4)
     assert spec_list == spec
-    with pytest.raises(ValueError, match="per-feature"):
-        make_feature_spec(X, (0.0, 1.0))
+    # scalars hold for every feature (diffprivlib's convention)
+    scalar = make_feature_spec(X, (0.0, 20.0))
+    assert scalar.lower == (0.0, 0.0) and scalar.upper == (20.0, 20.0)
+    assert make_feature_spec(X, ([0.0], 20.0)) == scalar
     with pytest.raises(ValueError, match="one entry per feature"):
         make_feature_spec(X, ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]))
 

@@ -402,8 +402,10 @@ def test_private_oc_alpha_is_non_increasing_across_levels(eps, epsilon_oc):
     rule = malpha_rule(OBJECTIVE_CALIBRATION, "private", eps, 5, epsilon_oc)
     _, _, states, _ = fold_levels(jax.random.key(4), codes, weights, y, 5, rule)
     level_alpha = np.array([float(s.level_alpha) for s in states[1:]])
-    assert level_alpha[0] == 1.0 and level_alpha[-1] < 1.0
+    assert level_alpha[0] == 1.0
     assert np.all(np.diff(level_alpha) <= 0), level_alpha
+    if epsilon_oc is None:      # exact errors shrink α by the last level; noisy ones may not
+        assert level_alpha[-1] < 1.0
     for k, state in enumerate(states[1:]):
         np.testing.assert_array_equal(state.node_alpha[level_slice(k)], level_alpha[k])
 

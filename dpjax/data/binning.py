@@ -177,7 +177,8 @@ def _declarations(bounds: Any, names: Sequence[str]) -> list[Any]:
         return [None] * len(names)
     if isinstance(bounds, Mapping):
         return [bounds.get(name, bounds.get(j)) for j, name in enumerate(names)]
-    lower, upper = (np.asarray(side, float).reshape(-1).tolist() for side in bounds)
+    lower, upper = (np.broadcast_to(np.asarray(side, float).reshape(-1), len(names)).tolist()
+                    for side in bounds)
     return list(zip(lower, upper, strict=True))
 
 
@@ -202,9 +203,7 @@ def _check_bounds_arg(bounds: Any, n_features: int, names: Sequence[str]) -> Non
         if arr.size not in (1, n_features):
             raise ValueError(f"bounds arrays must have one entry per feature ({n_features}); "
                              f"got {arr.size}")
-    if any(np.asarray(side).size == 1 for side in bounds):
-        raise ValueError("bounds=(lower, upper) needs per-feature arrays; use "
-                         "([lo] * n_features, [hi] * n_features) for equal bounds")
+
 
 
 def _missing_columns(missing: str | Sequence[str], names: Sequence[str]) -> set[str]:
@@ -232,13 +231,14 @@ def make_feature_spec(
     Args:
       X: 2-D table (DataFrame, numpy or JAX array). Only its column names and dtypes are read,
         unless bounds are taken from the data.
-      bounds: public feature bounds: a pair ``(lower, upper)`` of per-feature arrays (as
-        diffprivlib takes them); or a dict column -> ``(lo, hi)`` tuple for a numeric feature or
-        a *list* of categories for a categorical one; or ``"data"`` to take every bound from the
-        data (warns; not private). Pandas ``category`` columns use their dtype's categories and
-        ``bool`` columns ``[False, True]`` unless the dict says otherwise. Under DP a
-        ``category`` dtype's categories are *not* a declaration: undeclared, they count as read
-        off the data (warned, not private).
+      bounds: public feature bounds: a pair ``(lower, upper)`` of per-feature arrays or of
+        scalars that hold for every feature (as diffprivlib takes them); or a dict column ->
+        ``(lo, hi)`` tuple for a numeric feature or a *list* of categories for a categorical
+        one; or ``"data"`` to take every bound from the data (warns; not private). Pandas
+        ``category`` columns use their dtype's categories and ``bool`` columns ``[False,
+        True]`` unless the dict says otherwise. Under DP a ``category`` dtype's categories are
+        *not* a declaration: undeclared, they count as read off the data (warned, not
+        private).
       n_bins: equal-width bins per numeric feature, 1..255 (codes are uint8).
       missing: ``"error"`` (missing values are rejected), ``"code"`` (every feature gets a code
         for them) or a list of the columns that may be missing (a public declaration).
@@ -521,7 +521,8 @@ def _bin_numeric(spec: FeatureSpec, features: list[int], values: np.ndarray,
                            *(w[:block.size].reshape(block.shape) for w in work))
     nan = np.isnan(low) | np.isnan(high)
     infinite = (low == -np.inf) | (high == np.inf)
-    outside = (low < lo) | (high > hi)
+    slack = _bound_slack(lo, hi)
+    outside = (low < lo - slack) | (high > hi + slack)
     codes[:, single] = 0
     for i in np.flatnonzero(nan | ~(regular | single)).tolist():
         column = values[:, i].astype(np.float64)
@@ -532,10 +533,23 @@ def _bin_numeric(spec: FeatureSpec, features: list[int], values: np.ndarray,
             missing = np.isnan(column)
             present = column[~missing]
             infinite[i] = np.isinf(present).any()
-            outside[i] = ((present < lo[i]) | (present > hi[i])).any()
+            outside[i] = ((present < lo[i] - slack[i]) | (present > hi[i] + slack[i])).any()
             if missing_codes[i] is not None:
                 codes[missing, i] = missing_codes[i]
     return _Binned(codes, infinite, nan, outside)
+
+
+BOUND_SLACK = 2.0**-20
+"""Values within ``BOUND_SLACK`` of a bound's magnitude (or of the range) outside it count as
+inside: float round-off (a scaler's ``1.0000000000000002``, a float32 copy of a float64
+bound) gets the edge bin without a warning."""
+
+
+def _bound_slack(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How far outside ``[lo, hi]`` a value may lie and still count as inside
+    (:data:`BOUND_SLACK`)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return BOUND_SLACK * np.maximum.reduce([np.abs(lo), np.abs(hi), hi - lo])
 
 
 def _bin_chunk(block: np.ndarray, out: np.ndarray, lo: np.ndarray, inverse: np.ndarray,

@@ -66,6 +66,10 @@ def encode_labels(
 ) -> tuple[np.ndarray, tuple[Any, ...], bool]:
     """Validate ``y`` and map it to class indices.
 
+    ``classes`` is the declared list, ``None`` (the public default of the labels' type, see
+    :func:`infer_classes`) or ``"data"``: the sorted distinct labels (warned and marked not
+    private under DP, as diffprivlib does when classes are not given).
+
     Returns ``(y_index int32 [m], classes, classes_from_data)``. Raises ``ValueError`` for
     non-1-D or empty ``y``, missing labels, labels outside the (declared or default) classes and
     fewer than two declared classes; messages never print a label value. Labels that cover
@@ -77,20 +81,28 @@ def encode_labels(
     if pd.isna(values).any():
         raise ValueError(f"y has {int(pd.isna(values).sum())} missing label(s)")
     from_data = False
-    declared = classes is not None
-    if classes is None:
+    declared = classes is not None and not isinstance(classes, str)
+    if isinstance(classes, str):
+        if classes != "data":
+            raise ValueError(f"classes must be a list of labels, None or 'data'; got {classes!r}")
+        present = pd.unique(values)
+        classes = tuple(sorted(present.tolist(), key=lambda v: (str(type(v)), v)))
+        from_data = private
+    elif classes is None:
         classes, from_data = infer_classes(y, private)
-        if from_data:
-            warnings.warn(
-                f"the {len(classes)} classes were read off the training labels, which is not "
-                "differentially private; pass classes=[...] to declare them.",
-                DataDependentWarning,
-                stacklevel=3,
-            )
+    if from_data:
+        warnings.warn(
+            f"the {len(classes)} classes were read off the training labels, which is not "
+            "differentially private; pass classes=[...] to declare them.",
+            DataDependentWarning,
+            stacklevel=3,
+        )
     classes = tuple(classes)
-    if len(classes) < 2 or len(set(classes)) != len(classes):
-        raise ValueError(f"classes must hold at least two distinct labels; got {len(classes)} "
-                         f"({len(set(classes))} distinct)")
+    distinct = len(set(classes))
+    if distinct < 2 or distinct != len(classes):
+        raise ValueError(f"classes must hold at least two distinct labels; got {distinct} "
+                         f"class{'es' if distinct != 1 else ''}"
+                         + (f" in {len(classes)} entries" if distinct != len(classes) else ""))
     index = category_index(values, classes)
     if (index < 0).any():
         source = "declared" if declared else "default"

@@ -77,6 +77,10 @@ class Learner:
     vmapping them: for learners whose work per point is branches on traced values (a vmapped
     ``lax.cond`` runs every branch for every point) and shares nothing along the grid."""
 
+    binary: ClassVar[bool] = False
+    """The learner fits two classes only (:func:`dpjax.fit` refuses other class lists before
+    any work)."""
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             check = field.metadata.get("check")

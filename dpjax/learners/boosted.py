@@ -47,6 +47,7 @@ class Boosted(Learner):
     :func:`dpjax.ensembles.newton.fit_newton_boosted`."""
 
     name: ClassVar[str] = "boosted"
+    binary: ClassVar[bool] = True
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
@@ -63,8 +64,6 @@ class Boosted(Learner):
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
-        if context.n_classes != 2:
-            raise ValueError(f"boosted is a binary classifier; got {context.n_classes} classes")
         return fit_newton_boosted(
             key, codes, y, epsilon, **traced, n_codes_per_feature=context.n_codes_per_feature,
             shape=self.shape, n_trees=self.n_trees, depth=self.depth,

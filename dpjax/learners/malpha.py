@@ -64,6 +64,7 @@ class MalphaBoosted(Learner):
     ``d = 3``: 0.41, below the majority rate 0.66; counts/post/parallel 0.65)."""
 
     name: ClassVar[str] = "malpha"
+    binary: ClassVar[bool] = True
     n_trees: int = hyper(10, positive_int())
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     alpha: float | str = traced("oc", or_literal("oc", _UNIT))

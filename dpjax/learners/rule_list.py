@@ -53,6 +53,7 @@ class RuleListLearner(Learner):
     ledger says so). See :mod:`dpjax.rules.greedy`."""
 
     name: ClassVar[str] = "rule_list"
+    binary: ClassVar[bool] = True
     max_rules: int = hyper(4, positive_int(64))
     max_card: int = hyper(2, positive_int(2))
     selection: str = hyper("count_gini", choice(*SELECTIONS))
@@ -67,9 +68,6 @@ class RuleListLearner(Learner):
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[RuleList, Any]:
-        if context.n_classes != 2:
-            raise ValueError(f"rule_list is a binary classifier; got {context.n_classes} "
-                             "classes")
         if codes.shape[0] > MAX_ROWS:      # a public limit of the exact integer statistics
             raise ValueError(f"rule_list fits at most {MAX_ROWS} rows (a documented limit: "
                              "the exact counts stay below 2**24)")

@@ -133,6 +133,7 @@ class SmoothBoost(Learner):
     cross-validation does, spec §6.3): tune on public or separately budgeted data."""
 
     name: ClassVar[str] = "smooth_boost"
+    binary: ClassVar[bool] = True
     weak_learner: str = hyper("stump", choice(*WEAK_LEARNERS))
     n_rounds: int = hyper(15, positive_int(1024))
     kappa: float = traced(0.35, unit_interval(open_high=True))
@@ -204,9 +205,6 @@ class SmoothBoost(Learner):
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
-        if context.n_classes != 2:
-            raise ValueError(f"smooth_boost is a binary classifier; got {context.n_classes} "
-                             "classes")
         gaussian = self.weak_learner == "halfspace"
         if gaussian and epsilon is not None and context.delta <= 0.0:
             raise ValueError("weak_learner='halfspace' adds Gaussian noise: it needs delta > 0")
