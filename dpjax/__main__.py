@@ -29,12 +29,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epsilons", default="0.1,1,10,none",
                         help="comma-separated budgets; 'none' = non-private")
     args = parser.parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError) as error:   # a usage error: one line, no traceback
+        parser.exit(2, f"dpjax: error: {error}\n")
 
+
+def _budgets(text: str) -> list[float | None]:
+    """``--epsilons``: comma-separated positive numbers or ``none``."""
+    budgets: list[float | None] = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        try:
+            budgets.append(None if item == "none" else float(item))
+        except ValueError:
+            raise ValueError(f"--epsilons takes numbers or 'none'; got {item!r}") from None
+        if budgets[-1] is not None and not budgets[-1] > 0:
+            raise ValueError(f"--epsilons must be positive; got {item!r}")
+    return budgets
+
+
+def run(args: argparse.Namespace) -> None:
+    """The main job for parsed arguments."""
+    epsilons = _budgets(args.epsilons)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be at least 1; got {args.seeds}")
     X, y = dpjax.load_dataset(args.dataset, args.data_dir)
     bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
     missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
-    epsilons = [None if e.strip().lower() == "none" else float(e)
-                for e in args.epsilons.split(",")]
     print(f"dpjax {dpjax.__version__}: {TITLES.get(args.method, args.method)} on "
           f"{args.dataset} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
           f"{args.seeds} seeds, public bounds = the benchmark file's ranges\n")

@@ -71,6 +71,21 @@ def test_unknown_dataset():
     assert "banknote" in dpjax.list_datasets()
 
 
+def test_list_datasets_lists_what_loads(monkeypatch, tmp_path):
+    """The shipped datasets, plus those whose file is in the data directory; ``known=True``
+    lists every registered name."""
+    monkeypatch.delenv("DPJAX_DATA", raising=False)
+    shipped = dpjax.list_datasets()
+    assert shipped == sorted(dpjax.data.registry.EMBEDDED)
+    for name in shipped:
+        load_dataset(name)
+    (tmp_path / "vote.csv.gz").write_bytes(b"")
+    assert dpjax.list_datasets(tmp_path) == sorted([*shipped, "vote"])
+    monkeypatch.setenv("DPJAX_DATA", str(tmp_path))
+    assert "vote" in dpjax.list_datasets()
+    assert set(dpjax.list_datasets(known=True)) > set(dpjax.list_datasets())
+
+
 def test_non_embedded_dataset_needs_a_directory(monkeypatch, tmp_path):
     monkeypatch.delenv("DPJAX_DATA", raising=False)
     with pytest.raises(FileNotFoundError, match="data_dir"):

@@ -75,6 +75,26 @@ def test_main_job_prints_table(capsys):
     spent = float(out.split("spent: epsilon = ")[1].split(",")[0])
     assert 1 - 2e-3 <= spent <= 1
     assert "requested epsilon = 1)" in out
+    # the ledger's columns line up: every row's "eps total" ends where the header's does
+    table = out[out.index("Privacy ledger"):].splitlines()[1:]
+    rows = [line for line in table if not line.strip().startswith(("spent", "views"))]
+    assert len({len(line) for line in rows}) == 1, rows
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--epsilons", "abc"], "--epsilons takes numbers"),
+    (["--epsilons", "0"], "--epsilons must be positive"),
+    (["--seeds", "0"], "--seeds must be at least 1"),
+    (["--dataset", "no_such"], "unknown dataset"),
+])
+def test_main_job_usage_errors_are_one_line(capsys, argv, message):
+    from dpjax.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpjax: error: ") and message in err and "Traceback" not in err
 
 
 # --------------------------------------------------------------------------------------------

@@ -75,15 +75,22 @@ _INFOS = [
 DATASETS: dict[str, DatasetInfo] = {info.name: info for info in _INFOS}
 
 
-def list_datasets() -> list[str]:
-    """Names accepted by :func:`load_dataset`."""
-    return sorted(DATASETS)
+def list_datasets(data_dir: str | os.PathLike | None = None, *, known: bool = False) -> list[str]:
+    """The datasets :func:`load_dataset` can load now: those shipped with the package and those
+    whose file is in ``data_dir`` (else ``$DPJAX_DATA``). ``known=True``: every registered
+    name, loadable or not."""
+    if known:
+        return sorted(DATASETS)
+    directory = data_dir if data_dir is not None else os.environ.get("DPJAX_DATA")
+    present = {name for name in DATASETS if directory is not None
+               and (Path(directory) / f"{name}.csv.gz").exists()}
+    return sorted(present | set(EMBEDDED))
 
 
 def dataset_path(name: str, data_dir: str | os.PathLike | None = None) -> Path:
     """Path of ``<name>.csv.gz``: ``data_dir``, else ``$DPJAX_DATA``, else the package."""
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(list_datasets())}")
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(list_datasets(known=True))}")
     directory = data_dir if data_dir is not None else os.environ.get("DPJAX_DATA")
     if directory is not None:
         path = Path(directory) / f"{name}.csv.gz"
@@ -111,7 +118,7 @@ def load_dataset(
     """
     info = DATASETS.get(name)
     if info is None:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(list_datasets())}")
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(list_datasets(known=True))}")
     frame = pd.read_csv(dataset_path(name, data_dir), dtype={"label": str},
                         keep_default_na=False, na_values=[""])
     label = frame.pop("label").str.strip()

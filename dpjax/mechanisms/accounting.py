@@ -299,12 +299,14 @@ class PrivacyLedger:
     def __str__(self) -> str:
         relation = {"add_remove": "add/remove-one", "replace_one": "replace-one"}
         lines = [f"Privacy ledger ({relation[self.neighbouring]} neighbouring datasets)"]
-        header = f"  {'release':<38} {'mechanism':<34} {'eps each':>10} {'x':>5} {'eps total':>10}"
-        lines.append(header)
-        for e in self.entries:
-            each = f"{e.epsilon:.4g}" if e.private else "-"
-            total = f"{e.total_epsilon:.4g}" if e.private else "inf"
-            lines.append(f"  {e.what:<38} {e.mechanism:<34} {each:>10} {e.count:>5} {total:>10}")
+        rows = [("release", "mechanism", "eps each", "x", "eps total")] + [
+            (e.what, e.mechanism, f"{e.epsilon:.4g}" if e.private else "-", str(e.count),
+             f"{e.total_epsilon:.4g}" if e.private else "inf") for e in self.entries]
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        for row in rows:     # text columns left-aligned, numbers right-aligned
+            cells = [cell.ljust(w) if i < 2 else cell.rjust(w)
+                     for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+            lines.append("  " + "  ".join(cells).rstrip())
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
             route = {"zcdp": "zCDP", "advanced": "advanced"}.get(self.composition, "basic")
