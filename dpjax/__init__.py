@@ -9,6 +9,7 @@
 from dpjax import compilation_cache, data, ensembles, learners, losses, mechanisms, trees
 from dpjax.api import Model, Sweep, Timings, as_key, clear_caches, fit, sweep
 from dpjax.auditing import AuditReport, audit
+from dpjax.budget import BudgetAccountant, BudgetExceededError
 from dpjax.data import list_datasets, load_dataset
 from dpjax.learners import LEARNERS
 from dpjax.mechanisms import PrivacyLedger
@@ -19,6 +20,8 @@ compilation_cache.enable()
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
     "LEARNERS",
     "AuditReport",
     "DenseTree",

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpjax import model as _model
 from dpjax import preparation as _preparation
+from dpjax.budget import BudgetAccountant
 from dpjax.keys import as_key, grid_keys, seed_list
 from dpjax.learners import Learner, get_learner
 from dpjax.mechanisms import check_epsilon
@@ -52,6 +53,7 @@ def fit(
     public_size: int | None = None,
     delta: float = 0.0,
     devices: int | str | Sequence[jax.Device] | None = None,
+    accountant: BudgetAccountant | None = None,
     **params: Any,
 ) -> Model:
     """Fit a differentially private tree model.
@@ -98,6 +100,9 @@ def fit(
         :mod:`dpjax.sharding`): the same program runs on every device's rows and sums its
         histograms across them; the model is bit-identical to the one-device fit under the
         same key. The row count must be a multiple of the device count. Default: one device.
+      accountant: a :class:`dpjax.BudgetAccountant` to spend from: the fit is refused before
+        any work if its ``(epsilon, delta)`` would exceed the accountant's total, and its
+        ledger is recorded there.
       **params: the method's hyper-parameters (the fields of ``dpjax.LEARNERS[method]``; e.g.
         random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``shape``,
         ``learning_rate``, ``regularisation``, ``prior_share``, see
@@ -110,6 +115,8 @@ def fit(
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
+    if accountant is not None:
+        accountant.check(epsilon, delta)
     chosen_devices = resolve_devices(devices)
     prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
@@ -122,8 +129,11 @@ def fit(
             prepared.traced_values(), prepared.size_value(), None)
     compiled, compile_s = compile_cached(fn, cache_key, *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
-    return Model(prepared.config, fitted, prepared.spec, prepared.classes,
-                 ledger_of(prepared, epsilon, costs), Timings(compile_s, run_s))
+    ledger = ledger_of(prepared, epsilon, costs)
+    if accountant is not None:
+        accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
+    return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
+                 Timings(compile_s, run_s))
 
 
 def sweep(
@@ -141,6 +151,7 @@ def sweep(
     neighbouring: str = "add_remove",
     public_size: int | None = None,
     delta: float = 0.0,
+    accountant: BudgetAccountant | None = None,
     **params: Any,
 ) -> Sweep:
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
@@ -159,7 +170,8 @@ def sweep(
 
     ``seeds``: ``None`` (default) draws one seed from OS entropy — use it for anything you
     release. A count ``k`` (seeds ``0..k-1``) or a sequence of int seeds is for experiments
-    only: anyone who knows a seed can recompute the noise, which voids the guarantee. Other
+    only: anyone who knows a seed can recompute the noise, which voids the guarantee. With an
+    ``accountant`` every model of the sweep (grid point x seed) spends from it. Other
     arguments as :func:`fit`.
     """
     traced_names = get_learner(method).traced_names()
@@ -174,6 +186,8 @@ def sweep(
     configs = tuple(get_learner(method, {**params, **{n: point[n] for n in traced}})
                     for point in grid)
     seeds = seed_list(seeds)
+    if accountant is not None:
+        accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds))
     prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
@@ -201,10 +215,14 @@ def sweep(
     (fitted, costs), run_s = run_timed(compiled, *args)
     # each seed's model has its own ledger (its releases may differ: a schedule read off a
     # released size); the grid point reports the seed that spent the most
-    ledgers = tuple(
-        max((ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i, j=j: a[i, j], costs),
-                       config) for j in range(len(seeds))), key=lambda ledger: ledger.epsilon)
-        for i, (g, config) in enumerate(zip(grid, configs, strict=True)))
+    every = [[ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i, j=j: a[i, j], costs),
+                        config) for j in range(len(seeds))]
+             for i, (g, config) in enumerate(zip(grid, configs, strict=True))]
+    if accountant is not None:
+        for point, row in zip(grid, every, strict=True):
+            for seed, ledger in zip(seeds, row, strict=True):
+                accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
+    ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
                  Timings(compile_s, run_s))
 

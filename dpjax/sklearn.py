@@ -11,8 +11,10 @@ Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBooste
 (DP greedy rule lists, Ly et al.).
 
 ``get_params`` / ``set_params`` / ``clone`` work, so the estimators drop into pipelines and
-grid searches. Note that tuning hyper-parameters on private data spends privacy that no ledger
-sees (the paper's protocol does it too): tune on public or held-out data you may spend.
+grid searches. Every fit of a grid search or a cross-validation loop is a release on the same
+data: give the estimator an ``accountant=dpjax.BudgetAccountant(epsilon=...)`` and every clone
+spends from it (a fit that would exceed its total raises
+:class:`dpjax.BudgetExceededError` before any work; run such searches with ``n_jobs=1``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ except ImportError:                   # pragma: no cover - scikit-learn < 1.6
         return estimator._validate_data(X, **kwargs)
 
 from dpjax.api import Model, fit
+from dpjax.budget import BudgetAccountant
 from dpjax.data.labels import DEFAULT_NUMERIC_CLASSES
 from dpjax.ensembles import boosted_decision
 from dpjax.ensembles.newton import newton_decision
@@ -144,7 +147,7 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
             X, y, method=self._CONFIG.name, epsilon=self.epsilon, key=self.random_state,
             bounds=self.bounds, classes=classes, n_bins=self.n_bins, missing=self.missing,
             on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
-            public_size=self.public_size, delta=self.delta, **hyper)
+            public_size=self.public_size, delta=self.delta, accountant=self.accountant, **hyper)
         self.model_ = model
         self.classes_ = np.asarray(model.classes)
         self.privacy_ = model.privacy
@@ -198,6 +201,7 @@ class DPRandomTreesClassifier(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -226,6 +230,7 @@ class _RandomForestBaseline(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -273,6 +278,7 @@ class DPBoostedTreesClassifier(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -320,6 +326,7 @@ class DPMalphaBoostedClassifier(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -361,6 +368,7 @@ class DPSmoothBoostClassifier(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -400,6 +408,7 @@ class DPRuleListClassifier(_DPClassifier):
         public_size: int | None = None,
         delta: float = 0.0,
         random_state: int | None = None,
+        accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
 
