@@ -13,6 +13,7 @@ from dpjax.budget import BudgetAccountant, BudgetExceededError
 from dpjax.data import list_datasets, load_dataset
 from dpjax.learners import LEARNERS
 from dpjax.mechanisms import PrivacyLedger
+from dpjax.serialization import load
 from dpjax.trees import DenseTree
 
 compilation_cache.enable()
@@ -38,6 +39,7 @@ __all__ = [
     "fit",
     "learners",
     "list_datasets",
+    "load",
     "load_dataset",
     "losses",
     "mechanisms",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax.data import FeatureSpec, encode, encode_labels
+from dpjax.inspection import normalised
 from dpjax.keys import as_key
 from dpjax.learners import Learner
 from dpjax.mechanisms import PrivacyLedger
+from dpjax.serialization import to_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,9 +101,27 @@ class Model(_Configured):
                              f"shape {labels.shape}")
         return float(np.mean(predicted == labels))
 
+    def describe(self) -> str:
+        """The fitted model as readable text: trees as nested rules with their released
+        leaves, boosted tables per feature, stumps as a weighted vote, rule lists as
+        ``if … then … else``."""
+        return self.config.describe(self.params, self.spec, self.classes) or ""
+
+    def feature_importances(self) -> np.ndarray:
+        """Importance of each feature ``[n_features]`` (summing to 1), read off the released
+        parameters alone: post-processing, no data, no budget (:mod:`dpjax.inspection`)."""
+        return normalised(self.config.importances(self.params, self.spec))
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """The model as JSON (:func:`dpjax.load` reads it back; no pickle)."""
+        return to_json(self, path)
+
+    def __str__(self) -> str:
+        return self.summary()
+
     def summary(self) -> str:
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
-        described = self.config.describe(self.params, self.spec, self.classes)
+        described = self.describe()
         return (f"dpjax {self.method} model ({hyper})\n"
                 f"  {self.spec.n_features} features, classes {list(self.classes)}\n"
                 f"  fit: compile {self.timings.compile_s:.3f}s, run {self.timings.run_s:.3f}s\n"

@@ -170,6 +170,18 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(self._check_X(X, reset=False))
 
+    def describe(self) -> str:
+        """The fitted model as readable text (:meth:`dpjax.Model.describe`)."""
+        check_is_fitted(self, "model_")
+        return self.model_.describe()
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Importance of each feature, read off the released model alone
+        (:meth:`dpjax.Model.feature_importances`)."""
+        check_is_fitted(self, "model_")
+        return self.model_.feature_importances()
+
 
 class DPRandomTreesClassifier(_DPClassifier):
     """Differentially private random decision-tree forest (Bojarski et al. 2014).
@@ -411,9 +423,3 @@ class DPRuleListClassifier(_DPClassifier):
         accountant: BudgetAccountant | None = None,
     ) -> None:
         _store_params(self, locals())
-
-    def describe(self) -> str:
-        """The fitted rule list as ``if … then …`` lines with its released counts."""
-        check_is_fitted(self, "model_")
-        model = self.model_
-        return model.config.describe(model.params, model.spec, model.classes)

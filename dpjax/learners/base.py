@@ -138,6 +138,12 @@ class Learner:
         the public :class:`~dpjax.data.FeatureSpec`), or ``None``."""
         return None
 
+    def importances(self, params: Any, spec: Any) -> np.ndarray:
+        """Per-feature importance scores (non-negative, ``[n_features]``) read off the released
+        parameters alone (:mod:`dpjax.inspection`); :meth:`dpjax.Model.feature_importances`
+        normalises them."""
+        raise NotImplementedError(f"{self.name} has no feature importances")
+
     @property
     def needs_predict_key(self) -> bool:
         """Whether :meth:`predict` draws at random (then it needs a key)."""

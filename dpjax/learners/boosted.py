@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from dpjax.ensembles.newton import (
     NOISES,
@@ -17,6 +18,7 @@ from dpjax.ensembles.newton import (
     newton_predict,
     newton_proba,
 )
+from dpjax.inspection import describe_dense_trees, tree_importances, values_text
 from dpjax.learners.base import (
     FitContext,
     Learner,
@@ -29,6 +31,7 @@ from dpjax.learners.base import (
     unit_interval,
 )
 from dpjax.learners.forests import MAX_DEPTH
+from dpjax.trees.stumps import code_label
 
 
 @register
@@ -76,6 +79,32 @@ class Boosted(Learner):
     def predict(self, params: NewtonBoostedModel, codes: jax.Array,
                 key: jax.Array | None) -> jax.Array:
         return newton_predict(params, codes)
+
+    def describe(self, params: NewtonBoostedModel, spec: Any, classes: tuple) -> str:
+        """``F(x)``, the log-odds of ``classes[1]``: the released prior, each feature's moves
+        per code (cyclic rounds) and the random trees' leaf moves."""
+        lines = [f"log-odds of {classes[1]}: F(x) = {float(params.prior):+.4g} (prior)"]
+        table = np.asarray(params.table)
+        for f in np.flatnonzero(np.abs(table).sum(1) > 0).tolist():
+            name = spec.names[f]
+            moves = ", ".join(
+                f"{code_label(spec, f, c).removeprefix(f'{name} in ').removeprefix(name + ' ')}"
+                f" {table[f, c]:+.3g}" for c in range(int(spec.n_codes[f])))
+            lines.append(f"  + {spec.names[f]}: {moves}")
+        leaf = np.asarray(params.trees.leaf)
+        if np.any(leaf != 0):
+            lines.append(describe_dense_trees(
+                np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
+                lambda t, a, b: values_text(leaf[t, a:b]),
+                title=f"  + {leaf.shape[0]} trees of depth {self.depth} (leaf moves):"))
+        return "\n".join(lines)
+
+    def importances(self, params: NewtonBoostedModel, spec: Any) -> np.ndarray:
+        table = np.asarray(params.table, np.float64)
+        spread = np.asarray([np.ptp(table[f, :int(n)]) if n else 0.0
+                             for f, n in enumerate(spec.n_values)])
+        return spread + tree_importances(params.trees.feature, params.trees.leaf,
+                                         spec.n_features)
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes and per-record statistics, the rounds' moves and the random trees."""

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from dpjax.ensembles.random_trees import (
     FOREST_COMPOSITIONS,
@@ -16,6 +17,7 @@ from dpjax.ensembles.random_trees import (
     forest_predict,
     forest_proba,
 )
+from dpjax.inspection import class_scores_text, describe_dense_trees, tree_importances
 from dpjax.learners.base import FitContext, Learner, choice, hyper, positive_int, register
 from dpjax.trees.dense import DenseTree
 from dpjax.trees.grow import THRESHOLD_RANGES
@@ -55,6 +57,18 @@ class Forest(Learner):
     @property
     def needs_predict_key(self) -> bool:
         return self.voting == "probabilistic"
+
+    def describe(self, params: DenseTree, spec: Any, classes: tuple) -> str:
+        """The trees as nested rules, leaves with their released class scores."""
+        leaf = np.asarray(params.leaf)
+        return describe_dense_trees(
+            np.asarray(params.feature), np.asarray(params.threshold), spec,
+            lambda t, a, b: class_scores_text(leaf[t, a:b], classes),
+            title=f"{self.voting} vote of {leaf.shape[0]} random trees of depth {self.depth} "
+                  "(released leaf class scores):")
+
+    def importances(self, params: DenseTree, spec: Any) -> np.ndarray:
+        return tree_importances(params.feature, params.leaf, spec.n_features)
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """Routing every row through every tree (int32 leaves and temporaries) and the noisy

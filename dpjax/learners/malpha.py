@@ -7,6 +7,7 @@ import warnings
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from dpjax.data import DataDependentWarning
 from dpjax.ensembles.boosted import (
@@ -19,6 +20,7 @@ from dpjax.ensembles.boosted import (
     check_modes,
     fit_boosted,
 )
+from dpjax.inspection import describe_dense_trees, tree_importances, values_text
 from dpjax.learners.base import (
     FitContext,
     Learner,
@@ -115,6 +117,21 @@ class MalphaBoosted(Learner):
     def predict(self, params: BoostedTrees, codes: jax.Array,
                 key: jax.Array | None) -> jax.Array:
         return boosted_predict(params, codes)
+
+    def describe(self, params: BoostedTrees, spec: Any, classes: tuple) -> str:
+        """``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes[1]``): each tree with its β and its
+        released leaf values."""
+        leaf, beta = np.asarray(params.trees.leaf), np.asarray(params.beta)
+        return describe_dense_trees(
+            np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
+            lambda t, a, b: values_text(leaf[t, a:b]),
+            title=f"H(x) = sum of beta_t * h_t(x) over {leaf.shape[0]} trees of depth "
+                  f"{self.depth} (positive: {classes[1]}):",
+            tree_titles=[f"tree {t + 1}, beta = {beta[t]:.4g}" for t in range(len(beta))])
+
+    def importances(self, params: BoostedTrees, spec: Any) -> np.ndarray:
+        return tree_importances(params.trees.feature, params.trees.leaf, spec.n_features,
+                                weight=params.beta)
 
     def not_private(self) -> list[str]:
         """The paper's modes that read the data outside any mechanism (spec §4.5, §5.2)."""

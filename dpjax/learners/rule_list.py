@@ -8,6 +8,7 @@ import warnings
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from dpjax.data import DataDependentWarning
 from dpjax.learners.base import (
@@ -89,6 +90,15 @@ class RuleListLearner(Learner):
 
     def describe(self, params: RuleList, spec: Any, classes: tuple) -> str:
         return describe_rule_list(params, spec, classes)
+
+    def importances(self, params: RuleList, spec: Any) -> np.ndarray:
+        """The number of active rules that read each feature."""
+        scores = np.zeros(spec.n_features)
+        for rule, active in zip(np.asarray(params.feature), np.asarray(params.active),
+                                strict=True):
+            if active:
+                scores[np.unique(rule)] += 1.0
+        return scores
 
     def not_private(self) -> list[str]:
         """The paper's calibration (spec §2.6, §3.7, A6, A15); the smooth selections' claim is

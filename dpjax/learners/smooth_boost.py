@@ -291,6 +291,26 @@ class SmoothBoost(Learner):
                     "halfspace": describe_halfspaces}[self.weak_learner]
         return describe(params, spec, classes)
 
+    def importances(self, params: Any, spec: Any) -> np.ndarray:
+        """Voting stumps and trees: the number of voting hypotheses that read each feature;
+        halfspaces: the mean absolute weight of each feature's codes in the averaged
+        direction."""
+        scores = np.zeros(spec.n_features)
+        if self.weak_learner == "halfspace":
+            return np.abs(np.asarray(params.weight).mean(0)).mean(-1)
+        if self.weak_learner == "stump":
+            for f, polarity, constant in zip(np.asarray(params.feature),
+                                             np.asarray(params.polarity),
+                                             np.asarray(params.constant), strict=True):
+                if polarity != 0 and not constant:
+                    scores[f] += 1.0
+            return scores
+        for features, label in zip(np.asarray(params.feature), np.asarray(params.label),
+                                   strict=True):
+            if label.any():
+                scores[np.unique(features)] += 1.0
+        return scores
+
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes, per-row levels and the per-level (per-slot) histograms of the rounds."""
         levels = self.n_rounds * self.resolution + 1
