@@ -105,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pandas as pd
 
     from benchmarks import harness, suite_common
+    from dpjax.progress import progress
     from experiments.harness import source_digest
 
     load_at_start = harness.load_average()
@@ -118,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"compilation cache: {cache_text}")
     sections: list[suite_common.Section] = []
     try:
-        for name, run in runners.items():
+        for name, run in progress(runners.items(), "benchmark sections", total=len(runners),
+                                  unit="section"):
             harness.log(f"=== section {name}")
             section_start = time.perf_counter()
             try:

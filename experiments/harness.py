@@ -42,6 +42,7 @@ import pandas as pd
 import dpjax
 from dpjax.data import FeatureSpec, encode, make_feature_spec, missing_columns, public_bounds
 from dpjax.data.splits import stratified_folds, stratified_split
+from dpjax.progress import progress
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "experiments" / "results"
@@ -243,7 +244,8 @@ def run(
     """
     data = dataset if isinstance(dataset, Data) else load(dataset, directory, n_bins=n_bins)
     frames, integer_columns = [], {}
-    for seed in seeds:
+    seeds = list(seeds)
+    for seed in progress(seeds, f"{data.name} runs", unit="run"):
         parts = split(data.y, seed)
         sizes = {"n_train": len(parts.train), "n_test": len(parts.test),
                  "n_val": 0 if parts.val is None else len(parts.val)}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 
 from dpjax.auditing.events import Event, choose_event, columns
 from dpjax.auditing.stats import epsilon_estimate, epsilon_lower_bound
+from dpjax.progress import bar as progress_bar
 
 Release = Callable[[jax.Array, Any], Any]
 
@@ -74,30 +74,8 @@ class AuditReport:
         return self.summary()
 
 
-class _Progress:
-    """A tqdm bar when asked for (and installed), else silent."""
-
-    def __init__(self, total: int, enabled: bool, label: str) -> None:
-        self.bar = None
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:   # pragma: no cover - tqdm is a dependency
-                tqdm = None
-            if tqdm is not None:
-                self.bar = tqdm(total=total, desc=label, unit="draw", leave=False)
-
-    def update(self, count: int) -> None:
-        if self.bar is not None:
-            self.bar.update(count)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def _draws(fn: Callable[..., Any], data: Any, key: jax.Array, n: int, chunk: int,
-           progress: _Progress):
+           progress: Any):
     """Yield the releases of ``n`` keys (``fold_in(key, c)`` split per chunk ``c``) as numpy
     pytrees of up to ``chunk`` draws."""
     for c in range(math.ceil(n / chunk)):
@@ -136,8 +114,8 @@ def audit_release(
       chunk: draws per compiled call.
       key: the audit's own key (an int seed is fine here: nothing is released).
       confidence: of the Clopper–Pearson interval.
-      progress: show a progress bar (default: when the audit is long and stderr is a
-        terminal).
+      progress: show a progress bar (default: when the audit is long and
+        :func:`dpjax.progress.wanted`: stderr is a terminal, or ``$DPJAX_PROGRESS=1``).
 
     Returns:
       :class:`AuditReport`.
@@ -151,9 +129,9 @@ def audit_release(
     n_pilot = n if n_pilot is None else n_pilot
     base = jax.random.key(key) if isinstance(key, int) else key
     fn = jax.jit(jax.vmap(release, in_axes=(0, None)))
-    if progress is None:
-        progress = 2 * (n + n_pilot) >= 200_000 and sys.stderr.isatty()
-    bar = _Progress(2 * (n + n_pilot), progress, name)
+    if progress is None and 2 * (n + n_pilot) < 200_000:
+        progress = False      # short audits never show a bar
+    bar = progress_bar(2 * (n + n_pilot), name, unit="draw", enabled=progress)
     try:
         pilots = []
         for side, side_data in enumerate((data, data_prime)):
