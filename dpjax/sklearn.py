@@ -133,7 +133,13 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite)
         return X if isinstance(X, pd.DataFrame) else checked
 
-    def fit(self, X: Any, y: Any) -> _DPClassifier:
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> _DPClassifier:
+        if "sample_weight" in fit_params:
+            raise TypeError(f"{type(self).__name__}.fit does not take sample_weight yet: each "
+                            "learner's privacy analysis counts every record once (weight 1)")
+        if fit_params:
+            raise TypeError(f"{type(self).__name__}.fit got unexpected arguments "
+                            f"{sorted(fit_params)}")
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None")

@@ -60,3 +60,10 @@ def test_undeclared_labels_outside_the_default_are_read_off_y_and_recorded(estim
     assert list(fitted.classes_) == ["no", "yes"]
     assert not fitted.privacy_.private
     assert any("class list" in entry.what for entry in fitted.privacy_.entries)
+
+
+def test_sample_weight_is_refused_with_a_clear_error():
+    X = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(TypeError, match="does not take sample_weight"):
+        ESTIMATORS[0].fit(X, y, sample_weight=np.ones(40))
