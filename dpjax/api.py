@@ -116,7 +116,7 @@ def fit(
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
     if accountant is not None:
-        accountant.check(epsilon, delta)
+        accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
     prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
@@ -187,7 +187,8 @@ def sweep(
                     for point in grid)
     seeds = seed_list(seeds)
     if accountant is not None:
-        accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds))
+        accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds),
+                         neighbouring=neighbouring)
     prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,

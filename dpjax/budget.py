@@ -26,6 +26,11 @@ total; the fit then spends at most what it requested (its ledger never exceeds t
 the total is never exceeded. For the zCDP route the request counts as ``ε²/2``-zCDP when it is
 pure, else basic composition adds it on top (both valid bounds).
 
+What an accountant does not cover: scores computed on private data outside a fit. A grid
+search's ``cv_results_`` and ``best_params_`` are exact accuracies on private validation folds;
+they are not differentially private (tune on public or held-out data you may spend, or treat
+the selection as a leak the ledger does not see).
+
 The accountant is a shared account: ``copy.deepcopy`` (which scikit-learn's ``clone`` uses on
 hyper-parameters) returns the same accountant, so every clone of an estimator in a grid search
 spends from it; pickling it is refused, since spending in another process (``n_jobs > 1``)
@@ -47,6 +52,7 @@ from dpjax.mechanisms.accounting import (
     advanced_composition,
     check_delta,
     check_epsilon,
+    check_neighbouring,
 )
 
 COMPOSITIONS = ("basic", "advanced", "zcdp")
@@ -84,6 +90,7 @@ class BudgetAccountant:
                              "to (epsilon, delta)-DP at that delta)")
         self.composition = composition
         self._spends: list[Spend] = []
+        self._total = (0.0, 0.0)
 
     # --- the account ------------------------------------------------------------------------
 
@@ -94,29 +101,38 @@ class BudgetAccountant:
 
     def total(self) -> tuple[float, float]:
         """``(ε, δ)`` spent so far under :attr:`composition` (and never above basic)."""
-        return self._compose([s.ledger for s in self._spends])
+        return self._total
 
     def remaining(self) -> tuple[float, float]:
-        """``(ε, δ)`` left of the total, under basic composition of what comes next: a fit that
-        requests at most this much is never refused."""
+        """``(ε, δ)`` left of the total: a fit that requests at most this much is never refused
+        (it adds to the spent total by basic composition at worst)."""
         epsilon, delta = self.total()
         return max(self.epsilon - epsilon, 0.0), max(self.delta - delta, 0.0)
 
     def check(self, epsilon: float | Sequence[float] | None, delta: float = 0.0, *,
-              count: int = 1) -> None:
+              count: int = 1, neighbouring: str = "add_remove") -> None:
         """Raise :class:`BudgetExceededError` unless ``count`` more fits per requested budget
         (``epsilon`` one budget or a sequence, each with ``delta``) fit in the total.
-        ``epsilon=None`` (a non-private fit) is always refused."""
+        ``epsilon=None`` (a non-private fit) is always refused, and so is a fit under another
+        neighbouring relation than the fits already accounted (``ValueError``)."""
         budgets = [epsilon] if epsilon is None or np.ndim(epsilon) == 0 else list(epsilon)
         if any(e is None for e in budgets):
             raise BudgetExceededError("a non-private fit (epsilon=None) cannot be accounted: it "
                                       "spends an unbounded budget")
-        requests = [PrivacyLedger(
-            (LedgerEntry("requested fit", "requested", float(e), float(delta), count,
-                         rho=0.5 * float(e)**2 if delta == 0 else None),),
-            requested_epsilon=float(e) * count, requested_delta=float(delta) * count)
-            for e in budgets]
-        spent, spent_delta = self._compose([s.ledger for s in self._spends] + requests)
+        self._check_relation(neighbouring)
+        # a pure request is eps^2/2-zCDP; one with delta > 0 may spend its epsilon in pure
+        # releases (rho = eps^2/2) or in (eps, delta) ones without a rho: both extremes count
+        totals = []
+        for rho_known in ({True} if delta == 0 else {True, False}):
+            requests = [PrivacyLedger(
+                (LedgerEntry("requested fit", "requested", float(e), 0.0 if rho_known else
+                             float(delta), count, rho=0.5 * float(e)**2 if rho_known else None),
+                 *((LedgerEntry("requested fit", "requested", 0.0, float(delta), count,
+                                rho=0.0),) if rho_known and delta > 0 else ())),
+                requested_epsilon=float(e) * count, requested_delta=float(delta) * count)
+                for e in budgets]
+            totals.append(self._after(requests))
+        spent, spent_delta = (max(t[0] for t in totals), max(t[1] for t in totals))
         if spent > self.epsilon * (1 + 1e-12) or spent_delta > self.delta * (1 + 1e-12):
             now = self.total()
             asked = ", ".join(f"{float(e):g}" for e in budgets)
@@ -133,14 +149,36 @@ class BudgetAccountant:
         if not ledger.private:
             raise ValueError("a non-private fit cannot be accounted: "
                              + "; ".join(ledger.not_private_reasons))
-        spent, spent_delta = self._compose([s.ledger for s in self._spends] + [ledger])
+        self._check_relation(ledger.neighbouring)
+        spent, spent_delta = self._after([ledger])
         if spent > self.epsilon * (1 + 1e-12) or spent_delta > self.delta * (1 + 1e-12):
             raise BudgetExceededError(
                 f"recording this fit would spend ({spent:.6g}, {spent_delta:.3g}) of the "
                 f"budget ({self.epsilon:g}, {self.delta:g})")
         self._spends.append(Spend(label or f"fit {len(self._spends) + 1}", ledger))
+        self._total = (spent, spent_delta)
+
+    def _check_relation(self, neighbouring: str) -> None:
+        """Budgets under different neighbouring relations do not add up (an add/remove ``ε``
+        is ``2ε`` under replace-one, and a replace-one fit need not be DP under add/remove):
+        every fit of one accountant uses the relation of the first."""
+        neighbouring = check_neighbouring(neighbouring)
+        if self._spends and self._spends[0].ledger.neighbouring != neighbouring:
+            raise ValueError(f"this accountant holds {self._spends[0].ledger.neighbouring} "
+                             f"fits; a {neighbouring} fit cannot be added to them (use one "
+                             "neighbouring relation per accountant)")
 
     # --- composition ------------------------------------------------------------------------
+
+    def _after(self, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
+        """``(ε, δ)`` once ``ledgers`` join the accounted fits: every fit composed afresh
+        (:meth:`_compose`), or the total so far plus the new fits by basic composition (both
+        hold; the smaller ``ε`` within the total ``δ`` is kept)."""
+        composed = self._compose([s.ledger for s in self._spends] + ledgers)
+        stacked = (self._total[0] + math.fsum(ledger.epsilon for ledger in ledgers),
+                   self._total[1] + math.fsum(ledger.delta for ledger in ledgers))
+        within = [t for t in (composed, stacked) if t[1] <= self.delta * (1 + 1e-12)]
+        return min(within or [composed, stacked], key=lambda t: t[0])
 
     def _compose(self, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
         """``(ε, δ)`` of ``ledgers`` (each one fit) under :attr:`composition`, at most basic's."""

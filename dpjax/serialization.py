@@ -5,16 +5,18 @@ learner configuration, its parameters (dense trees, tables, stumps, rule lists),
 feature spec, its classes and its privacy ledger. :func:`to_json` writes that tree as plain
 JSON: an array becomes ``{"array": [...], "dtype": ..., "shape": [...]}`` (float32 values are
 written as the doubles they are, so they come back bit for bit) and a dataclass or named tuple
-``{"type": "module.Class", "fields": {...}}``. :func:`load` rebuilds it, importing only classes
-from dpjax's own modules (a JSON file cannot make it run anything else), and the learner
-configuration's checks run again on the way in. The file holds only what the model released
-(and the public spec): sharing it shares nothing the ledger does not account for.
+``{"type": "module.Class", "fields": {...}}``. :func:`load` rebuilds it from an allowlist of
+types (:func:`model_types`: the model, its spec, ledger and timings, the registered learner
+configurations and the parameter types), so a JSON file cannot make it import or call anything
+else, and the learner configuration's checks run again on the way in. The file holds only what
+the model released and the public spec: the fit's timings are left out (a fit's run time
+follows its rejection samplers, which read the data), so sharing the file shares nothing the
+ledger does not account for.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -23,6 +25,9 @@ from typing import Any
 
 import jax
 import numpy as np
+
+from dpjax.data import FeatureSpec
+from dpjax.mechanisms.accounting import Cost, LedgerEntry, PrivacyLedger
 
 FORMAT = "dpjax-model"
 VERSION = 1
@@ -72,19 +77,36 @@ def _unfinite(data: Any) -> Any:
     return float(data) if isinstance(data, str) else data
 
 
+def model_types() -> dict[str, type]:
+    """The types a model file may hold, by ``module.Class`` name."""
+    from dpjax.ensembles.boosted import BoostedTrees
+    from dpjax.ensembles.newton import NewtonBoostedModel
+    from dpjax.learners import LEARNERS
+    from dpjax.linear.halfspace import Halfspace
+    from dpjax.model import Model, Timings
+    from dpjax.rules.greedy import RuleList
+    from dpjax.trees.dense import DenseTree
+    from dpjax.trees.stumps import Stump
+    from dpjax.trees.topdown import TopDownTree
+
+    types = [Model, Timings, FeatureSpec, PrivacyLedger, LedgerEntry, Cost, DenseTree,
+             NewtonBoostedModel, BoostedTrees, Stump, TopDownTree, Halfspace, RuleList,
+             *LEARNERS.values()]
+    return {f"{cls.__module__}.{cls.__qualname__}": cls for cls in types}
+
+
 def _type_name(cls: type) -> str:
-    if not cls.__module__.startswith("dpjax."):
-        raise TypeError(f"cannot write a {cls.__qualname__} to JSON: not a dpjax type")
-    return f"{cls.__module__}.{cls.__qualname__}"
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if model_types().get(name) is not cls:
+        raise TypeError(f"cannot write a {cls.__qualname__} to a model file: not a model type")
+    return name
 
 
 def _import(name: str) -> type:
-    module, _, qualname = name.rpartition(".")
-    if not module.startswith("dpjax."):
-        raise ValueError(f"the model file names a type outside dpjax: {name!r}")
-    cls = importlib.import_module(module)
-    for part in qualname.split("."):
-        cls = getattr(cls, part)
+    cls = model_types().get(name)
+    if cls is None:
+        raise ValueError(f"the model file names a type that is not a dpjax model type: "
+                         f"{name!r}")
     return cls
 
 
@@ -112,7 +134,10 @@ def _decode(data: Any) -> Any:
 
 def to_json(model: Any, path: str | os.PathLike | None = None) -> str:
     """The model as a JSON string; written to ``path`` too when one is given."""
-    text = json.dumps({"format": FORMAT, "version": VERSION, "model": _encode(model)})
+    from dpjax.model import Timings
+
+    unreleased = dataclasses.replace(model, timings=Timings(math.nan, math.nan))
+    text = json.dumps({"format": FORMAT, "version": VERSION, "model": _encode(unreleased)})
     if path is not None:
         Path(path).write_text(text)
     return text
@@ -121,7 +146,8 @@ def to_json(model: Any, path: str | os.PathLike | None = None) -> str:
 def load(source: str | os.PathLike) -> Any:
     """The model written by :func:`to_json`: from a path, or from the JSON string itself.
 
-    Arrays come back as JAX arrays (the model predicts as before, bit for bit)."""
+    Arrays come back as JAX arrays (the model predicts as before, bit for bit); its timings are
+    NaN (not exported)."""
     text = str(source)
     if not text.lstrip().startswith("{"):
         text = Path(source).read_text()

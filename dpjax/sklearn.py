@@ -14,7 +14,10 @@ Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBooste
 grid searches. Every fit of a grid search or a cross-validation loop is a release on the same
 data: give the estimator an ``accountant=dpjax.BudgetAccountant(epsilon=...)`` and every clone
 spends from it (a fit that would exceed its total raises
-:class:`dpjax.BudgetExceededError` before any work; run such searches with ``n_jobs=1``).
+:class:`dpjax.BudgetExceededError` before any work; run such searches with ``n_jobs=1``). The
+accountant covers the fits, not the search's scores: ``cv_results_`` and ``best_params_`` are
+exact accuracies on private validation folds, which no ledger sees. Tune on public or held-out
+data you may spend.
 """
 
 from __future__ import annotations
@@ -86,7 +89,11 @@ def _undeclared_classes(y: np.ndarray) -> Any:
     """``classes`` for :func:`dpjax.fit` when the estimator declares none: the public default
     of the labels' type when every label is in it (booleans, numbers in ``{0, 1}``), else
     ``"data"``: the labels' distinct values, read off the data (warned, recorded as a non-private
-    release in the ledger; diffprivlib does the same when ``classes`` is not given)."""
+    release in the ledger; diffprivlib does the same when ``classes`` is not given).
+
+    The default is a declaration: a model fitted under it is DP for datasets whose labels lie
+    in ``{0, 1}``. Whether they do is the one bit this choice reads (the same bit
+    :func:`dpjax.fit`'s error for other labels reveals); declare ``classes`` to read none."""
     if y.dtype == bool:
         return None
     if np.issubdtype(y.dtype, np.number) and np.isin(y, DEFAULT_NUMERIC_CLASSES).all():

@@ -119,3 +119,31 @@ def test_grid_search_spends_from_one_accountant_and_stops_at_its_total(data):
     assert len(accountant.spends) == 8
     assert accountant.total()[0] <= 4.0
     assert accountant.remaining()[0] < 0.5
+
+
+def test_zcdp_check_counts_a_delta_request_at_its_worst(data):
+    """A request with δ > 0 may spend its ε in pure releases (ρ = ε²/2 each) or in releases
+    without a ρ: the check charges the worse, so a fit that passes it is always recorded."""
+    from dpjax.mechanisms.accounting import LedgerEntry, PrivacyLedger
+
+    X, y = data
+    accountant = BudgetAccountant(epsilon=20.0, delta=1e-5, composition="zcdp")
+    for _ in range(200):
+        accountant.spend(PrivacyLedger((LedgerEntry("x", "laplace", 0.1),),
+                                       requested_epsilon=0.1))
+    with pytest.raises(BudgetExceededError, match="would be exceeded"):
+        dpjax.fit(X, y, epsilon=10.0, delta=1e-6, bounds=(0, 1), accountant=accountant, **SMALL)
+    assert len(accountant.spends) == 200
+    left = accountant.remaining()[0]
+    dpjax.fit(X, y, epsilon=left, bounds=(0, 1), key=0, accountant=accountant, **SMALL)
+    assert accountant.total()[0] <= 20.0
+
+
+def test_one_neighbouring_relation_per_accountant(data):
+    X, y = data
+    accountant = BudgetAccountant(epsilon=10.0)
+    dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, accountant=accountant, **SMALL)
+    with pytest.raises(ValueError, match="one neighbouring relation per accountant"):
+        dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), neighbouring="replace_one",
+                  accountant=accountant, **SMALL)
+    assert len(accountant.spends) == 1

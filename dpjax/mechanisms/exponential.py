@@ -96,7 +96,10 @@ def permute_and_flip(
     finite = jnp.isfinite(utility)
     best = jnp.max(jnp.where(finite, utility, -jnp.inf), axis=-1, keepdims=True)
     gamma = jnp.clip(rate[..., None] * (best - utility), 0.0, GAMMA_CAP)
-    whole, frac = coin_rates(jnp.where(finite, gamma, 0.0))
+    # an infinite rate at the best (Δ = 0) or a zero rate by an infinite gap: a sure coin;
+    # one materialised γ gives both parts of each coin's rate
+    gamma = jax.lax.optimization_barrier(jnp.where(finite & ~jnp.isnan(gamma), gamma, 0.0))
+    whole, frac = coin_rates(gamma)
     k_coins, k_pick = jax.random.split(key)
     heads = bernoulli_exp(k_coins, whole, frac) & finite
     count = jnp.sum(heads, axis=-1)
