@@ -54,6 +54,7 @@ def fit(
     delta: float = 0.0,
     devices: int | str | Sequence[jax.Device] | None = None,
     accountant: BudgetAccountant | None = None,
+    sample_weight: Any = None,
     **params: Any,
 ) -> Model:
     """Fit a differentially private tree model.
@@ -103,6 +104,10 @@ def fit(
       accountant: a :class:`dpjax.BudgetAccountant` to spend from: the fit is refused before
         any work if its ``(epsilon, delta)`` would exceed the accountant's total, and its
         ledger is recorded there.
+      sample_weight: record weights in ``[0, 1]``, one per row, for the learners whose counts
+        take them at unchanged sensitivity (the forests: ``random_trees``, ``rf_laplace``,
+        ``rf_exponential``); weights count in units of ``2**-8`` of a record (rounded down).
+        Other learners refuse them.
       **params: the method's hyper-parameters (the fields of ``dpjax.LEARNERS[method]``; e.g.
         random_trees: ``n_trees``, ``depth``, ``voting``, ``noise``; boosted: ``shape``,
         ``learning_rate``, ``regularisation``, ``prior_share``, see
@@ -121,12 +126,14 @@ def fit(
     prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
                        neighbouring=neighbouring, params=params, public_size=public_size,
-                       delta=delta)
+                       delta=delta, sample_weight=sample_weight)
     key = as_key(key)
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
-    codes, labels = shard_rows(chosen_devices, prepared.codes, prepared.y)
+    rows = (prepared.codes, prepared.y) + (() if prepared.weights is None else
+                                           (prepared.weights,))
+    codes, labels, *weights = shard_rows(chosen_devices, *rows)
     args = (key, codes, labels, jnp.float32(epsilon or 1.0),
-            prepared.traced_values(), prepared.size_value(), None)
+            prepared.traced_values(), prepared.size_value(), None, *weights)
     compiled, compile_s = compile_cached(fn, cache_key, *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
     ledger = ledger_of(prepared, epsilon, costs)

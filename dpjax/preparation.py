@@ -18,8 +18,9 @@ import numpy as np
 
 from dpjax.data import FeatureSpec, encode, encode_labels, make_feature_spec
 from dpjax.data.binning import as_table
+from dpjax.ensembles.random_trees import MAX_WEIGHTED_ROWS
 from dpjax.keys import grid_keys
-from dpjax.learners import FitContext, Learner, get_learner
+from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
 from dpjax.mechanisms import LedgerEntry, PrivacyLedger, check_epsilon
 from dpjax.mechanisms.accounting import check_delta, check_neighbouring
 
@@ -70,23 +71,26 @@ class Prepared:
     size: float | None
     """The public sample size: declared, or the row count under replace-one (where it is
     public); ``None`` when the row count is private (add/remove, none declared)."""
+    weights: jax.Array | None = None
+    """Record weights float32 ``[m]`` in ``[0, 1]`` (``sample_weight``), or ``None``."""
 
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
-        """``fn(key, codes, y, epsilon, traced, size, structure_key) -> (params, costs)``
-        (``epsilon`` ignored when not ``private``; ``traced`` maps the config's traced
+        """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
+        costs)`` (``epsilon`` ignored when not ``private``; ``traced`` maps the config's traced
         hyper-parameters to arrays; ``size`` the public size, ignored when the learner must
         release a noisy count; ``structure_key`` the key of data-independent structure, or
-        ``None``) and its compile-cache key: the config (equal configs compile to the same
-        program), the data's static facts and the privacy mode."""
+        ``None``; ``weights`` the record weights or ``None``) and its compile-cache key: the
+        config (equal configs compile to the same program), the data's static facts and the
+        privacy mode."""
         config, release_size = self.config, private and self.size is None
         n_codes, n_classes = self.spec.n_codes, len(self.classes)
 
         def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
                traced: dict[str, jax.Array], size: jax.Array,
-               structure_key: jax.Array | None) -> Any:
+               structure_key: jax.Array | None, weights: jax.Array | None = None) -> Any:
             context = FitContext(n_codes, n_classes, self.sensitivity,
                                  size if private and not release_size else None, structure_key,
-                                 self.ledger.requested_delta)
+                                 self.ledger.requested_delta, weights)
             return config.fit(key, codes, y, epsilon if private else None, context, **traced)
 
         return fn, (config, tuple(np.asarray(n_codes).tolist()), n_classes, self.sensitivity,
@@ -113,10 +117,34 @@ def _check_public_size(public_size: Any) -> int | None:
     return int(public_size)
 
 
+def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Array | None:
+    """``sample_weight`` as float32 ``[m]`` in ``[0, 1]`` (``None`` stays ``None``); errors
+    name the argument and print no weight."""
+    if sample_weight is None:
+        return None
+    if not config.takes_weights:
+        takers = sorted(name for name, cls in LEARNERS.items() if cls.takes_weights)
+        raise ValueError(f"sample_weight is not supported by {config.name}: its privacy "
+                         f"analysis counts every record once (learners that take weights in "
+                         f"[0, 1]: {', '.join(takers)})")
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (m,):
+        raise ValueError(f"sample_weight must hold one weight per row ({m}); got shape "
+                         f"{weights.shape}")
+    if not np.isfinite(weights).all() or (weights < 0).any() or (weights > 1).any():
+        raise ValueError("sample_weight must be finite and in [0, 1] (a weight above 1 would "
+                         "raise the sensitivity of the learner's counts)")
+    if m > MAX_WEIGHTED_ROWS:
+        raise ValueError(f"sample_weight takes at most {MAX_WEIGHTED_ROWS} rows (exact "
+                         "fixed-point weighted counts)")
+    return jnp.asarray(weights, jnp.float32)
+
+
 def prepare(
     X: Any, y: Any, *, method: str | Learner, epsilon: float | None, bounds: Any,
     classes: Any, n_bins: int, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
+    sample_weight: Any = None,
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
     feature spec and the codes, and start the ledger."""
@@ -134,6 +162,7 @@ def prepare(
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
     codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
+    weights = _check_sample_weight(sample_weight, config, codes.shape[0])
     check_footprint(config, codes.shape, int(spec.max_codes), len(classes), batch)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
@@ -148,7 +177,7 @@ def prepare(
         public_size = codes.shape[0]      # neighbours have the same size: it is public
     return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
                     SENSITIVITY[neighbouring], on_out_of_bounds,
-                    None if public_size is None else float(public_size))
+                    None if public_size is None else float(public_size), weights)
 
 
 def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,

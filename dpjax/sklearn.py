@@ -60,6 +60,9 @@ from dpjax.learners import (
     SmoothBoost,
 )
 
+_ABOVE_ONE = ("the check fits with sample weights above 1, which dpjax refuses: a record "
+              "weighing more than 1 would raise the sensitivity of the counts beyond what the "
+              "noise covers")
 EXPECTED_FAILED_CHECKS: dict[str, str] = {
     "check_classifiers_one_label": (
         "a private fit does not learn that y holds one class: the class list is public (0 and 1 "
@@ -69,12 +72,24 @@ EXPECTED_FAILED_CHECKS: dict[str, str] = {
 """scikit-learn's estimator checks that a DP estimator fails by design, with the reason (the one
 place they are listed; :func:`expected_failed_checks` gives them to ``check_estimator`` and
 ``parametrize_with_checks``)."""
+EXPECTED_FAILED_WEIGHT_CHECKS: dict[str, str] = {
+    "check_sample_weights_list": _ABOVE_ONE,
+    "check_sample_weights_not_overwritten": _ABOVE_ONE,
+    "check_sample_weight_equivalence_on_dense_data": _ABOVE_ONE,
+    "check_all_zero_sample_weights_error": (
+        "all-zero weights fit, like an empty dataset: an error would depend on every record's "
+        "weight"),
+}
+"""The further checks the estimators that take ``sample_weight`` (weights in ``[0, 1]``) fail
+by design."""
 
 
 def expected_failed_checks(estimator: BaseEstimator) -> dict[str, str]:
-    """The checks of :data:`EXPECTED_FAILED_CHECKS` (for ``check_estimator(...,
-    expected_failed_checks=expected_failed_checks(est))``)."""
-    return dict(EXPECTED_FAILED_CHECKS)
+    """The checks of :data:`EXPECTED_FAILED_CHECKS` (and, for the estimators that take
+    ``sample_weight``, :data:`EXPECTED_FAILED_WEIGHT_CHECKS`), for ``check_estimator(...,
+    expected_failed_checks=expected_failed_checks(est))``."""
+    weighted = getattr(estimator, "_CONFIG", None) is not None and estimator._CONFIG.takes_weights
+    return {**EXPECTED_FAILED_CHECKS, **(EXPECTED_FAILED_WEIGHT_CHECKS if weighted else {})}
 
 
 def _store_params(estimator: BaseEstimator, arguments: dict[str, Any]) -> None:
@@ -142,11 +157,15 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> _DPClassifier:
         if "sample_weight" in fit_params:
-            raise TypeError(f"{type(self).__name__}.fit does not take sample_weight yet: each "
-                            "learner's privacy analysis counts every record once (weight 1)")
+            raise TypeError(f"{type(self).__name__}.fit does not take sample_weight: the "
+                            "learner's privacy analysis counts every record once (the forests "
+                            "take weights in [0, 1])")
         if fit_params:
             raise TypeError(f"{type(self).__name__}.fit got unexpected arguments "
                             f"{sorted(fit_params)}")
+        return self._fit(X, y, None)
+
+    def _fit(self, X: Any, y: Any, sample_weight: Any) -> _DPClassifier:
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None")
@@ -160,7 +179,8 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
             X, y, method=self._CONFIG.name, epsilon=self.epsilon, key=self.random_state,
             bounds=self.bounds, classes=classes, n_bins=self.n_bins, missing=self.missing,
             on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
-            public_size=self.public_size, delta=self.delta, accountant=self.accountant, **hyper)
+            public_size=self.public_size, delta=self.delta, accountant=self.accountant,
+            sample_weight=sample_weight, **hyper)
         self.model_ = model
         self.classes_ = np.asarray(model.classes)
         self.privacy_ = model.privacy
@@ -196,7 +216,15 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         return self.model_.feature_importances()
 
 
-class DPRandomTreesClassifier(_DPClassifier):
+class _WeightedFit:
+    """``fit`` with ``sample_weight`` (weights in ``[0, 1]``) for the forests, whose counts
+    take record weights at unchanged sensitivity."""
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _DPClassifier:
+        return self._fit(X, y, sample_weight)
+
+
+class DPRandomTreesClassifier(_WeightedFit, _DPClassifier):
     """Differentially private random decision-tree forest (Bojarski et al. 2014).
 
     Parameters are those of :func:`dpjax.fit` with ``method="random_trees"``;
@@ -233,7 +261,7 @@ class DPRandomTreesClassifier(_DPClassifier):
     _CONFIG = RandomTrees
 
 
-class _RandomForestBaseline(_DPClassifier):
+class _RandomForestBaseline(_WeightedFit, _DPClassifier):
     """RF-L / RF-E of Nock & Henecka (spec §6.5): random trees whose leaf labels are released
     per leaf (budget ``epsilon / (n_trees * 2**depth)``, or per tree with
     ``leaf_composition="tree"``), majority vote."""

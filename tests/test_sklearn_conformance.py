@@ -62,8 +62,16 @@ def test_undeclared_labels_outside_the_default_are_read_off_y_and_recorded(estim
     assert any("class list" in entry.what for entry in fitted.privacy_.entries)
 
 
-def test_sample_weight_is_refused_with_a_clear_error():
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_sample_weight_in_the_unit_interval_where_the_counts_take_it(estimator):
     X = np.random.default_rng(0).uniform(-1, 1, (40, 2))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(TypeError, match="does not take sample_weight"):
-        ESTIMATORS[0].fit(X, y, sample_weight=np.ones(40))
+    fitted = sklearn.base.clone(estimator)
+    if not estimator._CONFIG.takes_weights:
+        with pytest.raises(TypeError, match="does not take sample_weight"):
+            fitted.fit(X, y, sample_weight=np.ones(40))
+        return
+    weighted = fitted.fit(X, y, sample_weight=np.linspace(0, 1, 40))
+    assert weighted.privacy_.epsilon <= 1.0
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        sklearn.base.clone(estimator).fit(X, y, sample_weight=np.full(40, 2.0))

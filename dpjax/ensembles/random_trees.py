@@ -116,12 +116,28 @@ def forest_leaf_index(feature: jax.Array, threshold: jax.Array, codes: jax.Array
     return jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
 
 
-def leaf_class_counts(leaves: jax.Array, y: jax.Array, n_classes: int,
-                      n_leaves: int) -> jax.Array:
+WEIGHT_BITS = 8
+"""Record weights in ``[0, 1]`` count in units of ``2**−8`` of a record (rounded down): exact
+int32 sums of up to ``2**31 / 2**8 − 1`` rows (:data:`MAX_WEIGHTED_ROWS`)."""
+MAX_WEIGHTED_ROWS = 2**(31 - WEIGHT_BITS) - 1
+
+
+def weight_units(weights: jax.Array) -> jax.Array:
+    """Record weights in ``[0, 1]`` as int32 multiples of ``2**−WEIGHT_BITS`` (rounded down,
+    so a record never counts more than its weight)."""
+    return jnp.floor(jnp.clip(weights, 0.0, 1.0) * 2**WEIGHT_BITS).astype(jnp.int32)
+
+
+def leaf_class_counts(leaves: jax.Array, y: jax.Array, n_classes: int, n_leaves: int,
+                      weights: jax.Array | None = None) -> jax.Array:
     """Exact class counts, int32 ``[n_trees, n_leaves, n_classes]``, of the rows with labels
-    ``y`` (int ``[m]``) that reach ``leaves`` (``[n_trees, m]``, :func:`forest_leaf_index`).
-    The forest's only statistic of the data (the sensitive input of :func:`release_counts`)."""
+    ``y`` (int ``[m]``) that reach ``leaves`` (``[n_trees, m]``, :func:`forest_leaf_index`):
+    records, or with ``weights`` (float ``[m]`` in ``[0, 1]``) their weights in units of
+    ``2**−WEIGHT_BITS`` (:func:`weight_units`). The forest's only statistic of the data (the
+    sensitive input of :func:`release_counts`)."""
     onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.int32)     # int32: exact counts
+    if weights is not None:
+        onehot = onehot * weight_units(weights)[:, None]
     return jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, n_leaves)
 
 
@@ -133,6 +149,7 @@ def release_counts(
     sensitivity: float = 1.0,
     noise: str = "laplace",
     leaf_composition: str = "tree",
+    unit: int = 1,
 ) -> tuple[jax.Array, Cost]:
     """The forest's private release of its leaf counts ``[n_trees, L, C]`` (int32).
 
@@ -145,6 +162,8 @@ def release_counts(
       noise: ``"laplace"``: exact discrete Laplace noise on every counter (empty leaves
         included); ``"exponential"``: each leaf's label selected by permute-and-flip on its
         counts (utility sensitivity 1).
+      unit: ``counts`` are in units of ``1/unit`` of a record (weighted counts): one record
+        moves a counter by at most ``unit``, and the released counts are divided by it.
 
     Returns:
       ``(release, cost)``: noisy counts float32 ``[n_trees, L, C]`` (Laplace) or labels int32
@@ -158,12 +177,13 @@ def release_counts(
         # One example moves each class's count of a leaf by at most 1 under either relation; a
         # replaced example can touch two leaves of a tree, which share the tree's budget then.
         touched = 1 if per_leaf else int(sensitivity)
-        label, cost = permute_and_flip(key, counts, 1.0, epsilon_each / touched,
+        label, cost = permute_and_flip(key, counts, float(unit), epsilon_each / touched,
                                        label="sens. 1")
         return label, (cost if per_leaf else parallel(cost, touched=touched))
-    return laplace_mechanism(key, counts, sensitivity, epsilon_each, integer=True,
-                             event_ndim=1 if per_leaf else 2,
-                             label=f"L1 sens. {sensitivity:g}")
+    noisy, cost = laplace_mechanism(key, counts, sensitivity * unit, epsilon_each,
+                                    integer=True, event_ndim=1 if per_leaf else 2,
+                                    label=f"L1 sens. {sensitivity:g}")
+    return (noisy if unit == 1 else noisy / unit), cost
 
 
 def leaf_estimates(key: jax.Array, release: jax.Array, n_classes: int, *,
@@ -192,6 +212,7 @@ def fit_random_trees(
     leaf_estimate: str = "smoothed",
     leaf_composition: str = "tree",
     structure_key: jax.Array | None = None,
+    weights: jax.Array | None = None,
 ) -> tuple[DenseTree, dict[str, Cost]]:
     """Fit a forest of ``n_trees`` random trees of height ``depth`` (spec Algorithms 1 and 2).
 
@@ -212,6 +233,9 @@ def fit_random_trees(
       structure_key: key of the data-independent tree structures (default: derived from
         ``key``). Structures read no data, so models that differ only in their budget may share
         them (a sweep does) while every release keeps its own noise.
+      weights: record weights float ``[m]`` in ``[0, 1]`` (``None``: every record counts
+        1). A record still moves each counter by at most 1, so the sensitivities and the
+        budget are unchanged; the counts are exact fixed point (:func:`weight_units`).
 
     Returns:
       ``(forest, costs)``: a batched :class:`DenseTree` with ``[n_trees]`` leading axis and
@@ -225,13 +249,14 @@ def fit_random_trees(
     feature, threshold = forest_structures(k_structure, n_trees, depth, n_codes_per_feature,
                                            threshold_range)
     counts = leaf_class_counts(forest_leaf_index(feature, threshold, codes), y, n_classes,
-                               2**depth)
+                               2**depth, weights)
+    unit = 1 if weights is None else 2**WEIGHT_BITS
     if epsilon is None:
-        leaf = leaf_distribution(k_fallback, counts.astype(jnp.float32), leaf_estimate)
+        leaf = leaf_distribution(k_fallback, counts.astype(jnp.float32) / unit, leaf_estimate)
         return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {}
     release, cost = release_counts(
         k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, leaf_composition),
-        sensitivity=sensitivity, noise=noise, leaf_composition=leaf_composition)
+        sensitivity=sensitivity, noise=noise, leaf_composition=leaf_composition, unit=unit)
     leaf = leaf_estimates(k_fallback, release, n_classes, noise=noise, estimate=leaf_estimate)
     return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {COSTS[noise]: cost}
 

@@ -54,6 +54,9 @@ class FitContext(NamedTuple):
     structure_key: jax.Array | None = None
     delta: float = 0.0
     """Static ``δ`` asked for (0: pure ``ε``-DP); a learner may spend it (e.g. zCDP)."""
+    weights: jax.Array | None = None
+    """Traced record weights ``[m]`` in ``[0, 1]`` (``sample_weight``; only for learners with
+    :attr:`Learner.takes_weights`), or ``None``: every record counts 1."""
 
 
 def hyper(default: Any, check: Check) -> Any:
@@ -77,6 +80,9 @@ class Learner:
     vmapping them: for learners whose work per point is branches on traced values (a vmapped
     ``lax.cond`` runs every branch for every point) and shares nothing along the grid."""
 
+    takes_weights: ClassVar[bool] = False
+    """The learner takes record weights in ``[0, 1]`` (``sample_weight``) at unchanged
+    sensitivity (a record moves each statistic by at most its weight)."""
     binary: ClassVar[bool] = False
     """The learner fits two classes only (:func:`dpjax.fit` refuses other class lists before
     any work)."""

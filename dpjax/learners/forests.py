@@ -38,6 +38,7 @@ class Forest(Learner):
     leaf_estimate: str = hyper("smoothed", choice(*LEAF_ESTIMATES))
     leaf_composition: str = hyper("tree", choice(*FOREST_COMPOSITIONS))
     threshold_range: str = hyper("global", choice(*THRESHOLD_RANGES))
+    takes_weights: ClassVar[bool] = True
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[DenseTree, Any]:
@@ -46,7 +47,8 @@ class Forest(Learner):
             n_codes_per_feature=context.n_codes_per_feature, n_classes=context.n_classes,
             sensitivity=context.sensitivity, noise=self.noise,
             threshold_range=self.threshold_range, leaf_estimate=self.leaf_estimate,
-            leaf_composition=self.leaf_composition, structure_key=context.structure_key)
+            leaf_composition=self.leaf_composition, structure_key=context.structure_key,
+            weights=context.weights)
 
     def proba(self, params: DenseTree, codes: jax.Array) -> jax.Array:
         return forest_proba(params, codes, self.voting)

@@ -1,0 +1,69 @@
+"""``sample_weight`` in ``[0, 1]`` for the forests: weighted counts at unchanged sensitivity."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax.ensembles import random_trees as rt
+
+FOREST = dict(n_trees=3, depth=3)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, (500, 3))
+    return X, (X[:, 0] + 0.1 * rng.normal(size=500) > 0.5).astype(int)
+
+
+@pytest.mark.parametrize("method", ["random_trees", "rf_laplace"])
+def test_zero_weights_are_removed_rows(data, method):
+    """Without noise, weights in {0, 1} give the leaves of the kept rows alone (same key)."""
+    X, y = data
+    keep = np.arange(len(y)) % 3 != 0
+    weighted = dpjax.fit(X, y, method=method, epsilon=None, bounds=(0, 1), key=4,
+                         sample_weight=keep.astype(float), **FOREST)
+    subset = dpjax.fit(X[keep], y[keep], method=method, epsilon=None, bounds=(0, 1), key=4,
+                       **FOREST)
+    np.testing.assert_array_equal(weighted.params.leaf, subset.params.leaf)
+
+
+def test_a_record_moves_each_tree_by_at_most_its_weight(data):
+    """Adding one record of weight w changes one tree's fixed-point counts by floor(256 w) in
+    L1: within the sensitivity (1 record = 256 units) the release is calibrated to."""
+    X, y = data
+    codes = jnp.asarray(np.minimum((X * 10).astype(np.uint8), 9))
+    feature, threshold = rt.forest_structures(jax.random.key(0), 3, 3, jnp.full(3, 10), "global")
+    weights = jnp.asarray(np.random.default_rng(0).uniform(0, 1, len(y)), jnp.float32)
+    counts = rt.leaf_class_counts(rt.forest_leaf_index(feature, threshold, codes),
+                                  jnp.asarray(y), 2, 8, weights)
+    more = rt.leaf_class_counts(rt.forest_leaf_index(feature, threshold, codes[:-1]),
+                                jnp.asarray(y[:-1]), 2, 8, weights[:-1])
+    change = np.abs(np.asarray(counts) - np.asarray(more)).sum((1, 2))
+    np.testing.assert_array_equal(change, int(np.floor(float(weights[-1]) * 256)))
+    assert change.max() <= 2**rt.WEIGHT_BITS
+
+
+def test_weighted_fits_spend_the_same_budget_and_learn(data):
+    X, y = data
+    plain = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, **FOREST)
+    weighted = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0,
+                         sample_weight=np.linspace(0.5, 1, len(y)), **FOREST)
+    assert weighted.privacy.entries == plain.privacy.entries
+    assert weighted.score(X, y) > 0.7
+
+
+@pytest.mark.parametrize(("weights", "method", "message"), [
+    (np.ones(500), "boosted", "not supported by boosted"),
+    (np.full(500, 1.5), "random_trees", r"in \[0, 1\]"),
+    (np.full(500, np.nan), "random_trees", r"in \[0, 1\]"),
+    (np.ones(499), "random_trees", "one weight per row"),
+])
+def test_bad_weights_are_refused(data, weights, method, message):
+    X, y = data
+    with pytest.raises(ValueError, match=message):
+        dpjax.fit(X, y, method=method, epsilon=1.0, bounds=(0, 1), sample_weight=weights)
