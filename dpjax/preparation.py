@@ -164,6 +164,7 @@ def prepare(
     codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
     weights = _check_sample_weight(sample_weight, config, codes.shape[0])
     check_footprint(config, codes.shape, int(spec.max_codes), len(classes), batch)
+    config.check_request(codes.shape[0], epsilon is not None, delta)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
     if spec.from_data:

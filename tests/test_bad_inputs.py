@@ -270,3 +270,20 @@ def test_no_warning_escapes_as_an_error_for_valid_input(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
+
+
+def test_requests_a_learner_cannot_serve_are_refused_before_compiling(data, monkeypatch):
+    """A learner's own request checks (``Learner.check_request``) run in the preparation, so
+    the error is not raised from inside a traced program."""
+    import dpjax.api
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled before refusing the request")
+
+    monkeypatch.setattr(dpjax.api, "compile_cached", no_compile)
+    X, y = data
+    for request in (dict(method="smooth_boost", weak_learner="halfspace"),
+                    dict(method="rule_list", selection="smooth_laplace")):
+        for run in (dpjax.fit, dpjax.sweep):
+            with pytest.raises(ValueError, match="needs delta > 0"):
+                run(X, y, epsilon=1.0, bounds=BOUNDS, **request)

@@ -144,6 +144,11 @@ class Learner:
         the public :class:`~dpjax.data.FeatureSpec`), or ``None``."""
         return None
 
+    def check_request(self, n_rows: int, private: bool, delta: float) -> None:
+        """Refuse a fit request this learner cannot serve (``ValueError``), before any work:
+        ``n_rows`` rows (a public limit of its exact statistics), a private fit or not, at
+        ``δ = delta``."""
+
     def importances(self, params: Any, spec: Any) -> np.ndarray:
         """Per-feature importance scores (non-negative, ``[n_features]``) read off the released
         parameters alone (:mod:`dpjax.inspection`); :meth:`dpjax.Model.feature_importances`

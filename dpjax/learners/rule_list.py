@@ -67,14 +67,16 @@ class RuleListLearner(Learner):
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
 
-    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
-            context: FitContext, **traced: jax.Array) -> tuple[RuleList, Any]:
-        if codes.shape[0] > MAX_ROWS:      # a public limit of the exact integer statistics
+    def check_request(self, n_rows: int, private: bool, delta: float) -> None:
+        if n_rows > MAX_ROWS:      # a public limit of the exact integer statistics
             raise ValueError(f"rule_list fits at most {MAX_ROWS} rows (a documented limit: "
                              "the exact counts stay below 2**24)")
-        if epsilon is not None and self.selection in NEEDS_DELTA and context.delta <= 0:
+        if private and self.selection in NEEDS_DELTA and delta <= 0:
             raise ValueError(f"selection={self.selection!r} is (epsilon, delta)-DP: it needs "
                              "delta > 0")
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[RuleList, Any]:
         return fit_rule_list(
             key, codes, y, epsilon, n_codes_per_feature=context.n_codes_per_feature,
             max_rules=self.max_rules, max_card=self.max_card, selection=self.selection,

@@ -203,11 +203,13 @@ class SmoothBoost(Learner):
         at most ``δ/n_rounds``, so that the rounds' ``δ`` sum within ``δ`` in the basic view."""
         return float32_below(delta / self.n_rounds)
 
+    def check_request(self, n_rows: int, private: bool, delta: float) -> None:
+        if self.weak_learner == "halfspace" and private and delta <= 0.0:
+            raise ValueError("weak_learner='halfspace' adds Gaussian noise: it needs delta > 0")
+
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
         gaussian = self.weak_learner == "halfspace"
-        if gaussian and epsilon is not None and context.delta <= 0.0:
-            raise ValueError("weak_learner='halfspace' adds Gaussian noise: it needs delta > 0")
         kappa, learning_rate = traced["kappa"], traced["learning_rate"]
         rounds = jnp.float32(self.n_rounds)
         n_rows, n_features = codes.shape
