@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpjax.data import FeatureSpec
-from dpjax.trees.dense import depth_of
+from dpjax.trees.dense import depth_of, level_slice
 
 
 def split_text(spec: FeatureSpec, feature: int, threshold: int) -> str:
@@ -101,32 +101,33 @@ def values_text(values: np.ndarray) -> str:
 def tree_importances(feature: np.ndarray, leaf: np.ndarray, n_features: int,
                      weight: np.ndarray | None = None) -> np.ndarray:
     """Per-feature importance of a batch ``[T]`` of dense trees (module docstring): ``leaf``
-    ``[T, L]`` values or ``[T, L, C]`` class scores; ``weight [T]`` the trees' weights."""
+    ``[T, L]`` values or ``[T, L, C]`` class scores; ``weight [T]`` the trees' weights. One
+    pass per level: a level's nodes split their leaves into halves side by side."""
     feature = np.asarray(feature).reshape(-1, np.shape(feature)[-1])
-    leaf = np.asarray(leaf, np.float64).reshape(feature.shape[0], feature.shape[1] + 1, -1)
-    weight = np.ones(feature.shape[0]) if weight is None else np.abs(np.asarray(weight))
-    depth = depth_of(feature.shape[1])
+    n_trees, n_leaves = feature.shape[0], feature.shape[1] + 1
+    leaf = np.asarray(leaf, np.float64).reshape(n_trees, n_leaves, -1)
+    weight = np.ones(n_trees) if weight is None else np.abs(np.asarray(weight, np.float64))
     scores = np.zeros(n_features)
-    for t in range(feature.shape[0]):
-        for level in range(depth):
-            width = 2 ** (depth - level)
-            for position in range(2**level):
-                node = 2**level - 1 + position
-                left = leaf[t, position * width: position * width + width // 2]
-                right = leaf[t, position * width + width // 2: (position + 1) * width]
-                scores[feature[t, node]] += weight[t] * 2.0**-level * _gap(left, right)
+    for level in range(depth_of(feature.shape[1])):
+        halves = leaf.reshape(n_trees, 2**level, 2, n_leaves // 2 ** (level + 1), -1)
+        gaps = _gaps(halves[:, :, 0], halves[:, :, 1])               # [T, 2**level]
+        np.add.at(scores, feature[:, level_slice(level)],
+                  weight[:, None] * 2.0**-level * gaps)
     return scores
 
 
-def _gap(left: np.ndarray, right: np.ndarray) -> float:
-    """How far apart two subtrees' outputs are: the gap of the mean values (one output) or
-    the total-variation distance of the normalised summed class scores."""
+def _gaps(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """How far apart the outputs of subtrees ``[..., leaves, outputs]`` are: the gap of the
+    mean values (one output) or the total-variation distance of the normalised summed class
+    scores (0 where a side has no positive score)."""
     if left.shape[-1] == 1:
-        return float(abs(left.mean() - right.mean()))
-    p, q = (np.clip(side.sum(0), 0.0, None) for side in (left, right))
-    if p.sum() <= 0 or q.sum() <= 0:
-        return 0.0
-    return float(0.5 * np.abs(p / p.sum() - q / q.sum()).sum())
+        return np.abs(left.mean((-2, -1)) - right.mean((-2, -1)))
+    p, q = (np.clip(side.sum(-2), 0.0, None) for side in (left, right))
+    p_total, q_total = p.sum(-1, keepdims=True), q.sum(-1, keepdims=True)
+    valid = (p_total > 0) & (q_total > 0)
+    distance = 0.5 * np.abs(p / np.where(valid, p_total, 1.0)
+                            - q / np.where(valid, q_total, 1.0)).sum(-1, keepdims=True)
+    return np.where(valid, distance, 0.0)[..., 0]
 
 
 def normalised(scores: np.ndarray) -> np.ndarray:
