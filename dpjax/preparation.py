@@ -67,7 +67,6 @@ class Prepared:
     y: jax.Array
     ledger: PrivacyLedger
     sensitivity: float
-    on_out_of_bounds: str
     size: float | None
     """The public sample size: declared, or the row count under replace-one (where it is
     public); ``None`` when the row count is private (add/remove, none declared)."""
@@ -177,7 +176,7 @@ def prepare(
     if public_size is None and neighbouring == "replace_one":
         public_size = codes.shape[0]      # neighbours have the same size: it is public
     return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
-                    SENSITIVITY[neighbouring], on_out_of_bounds,
+                    SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size), weights)
 
 

@@ -44,6 +44,7 @@ except ImportError:                   # pragma: no cover - scikit-learn < 1.6
 
 from dpjax.api import Model, fit
 from dpjax.budget import BudgetAccountant
+from dpjax.data.binning import is_categorical
 from dpjax.data.labels import DEFAULT_NUMERIC_CLASSES
 from dpjax.ensembles import boosted_decision
 from dpjax.ensembles.newton import newton_decision
@@ -147,9 +148,7 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_X(self, X: Any, *, reset: bool) -> Any:
         finite = "allow-nan" if self.missing != "error" else True
-        if isinstance(X, pd.DataFrame) and not all(
-                pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
-                for t in X.dtypes):
+        if isinstance(X, pd.DataFrame) and any(is_categorical(t) for t in X.dtypes):
             _validate_data(self, X, reset=reset, skip_check_array=True)
             return X
         checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite)

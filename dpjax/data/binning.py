@@ -167,7 +167,8 @@ def _column(table: np.ndarray | pd.DataFrame, j: int) -> pd.Series:
     return pd.Series(table[:, j])
 
 
-def _is_categorical(dtype: Any) -> bool:
+def is_categorical(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` is coded by categories (non-numeric, or boolean)."""
     return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
@@ -253,7 +254,7 @@ def make_feature_spec(
     missing_cols = _missing_columns(missing, names)
     dtypes = (list(table.dtypes) if isinstance(table, pd.DataFrame)
               else [table.dtype] * len(names))
-    categorical_dtypes = {dtype: _is_categorical(dtype) for dtype in set(dtypes)}
+    categorical_dtypes = {dtype: is_categorical(dtype) for dtype in set(dtypes)}
     lower, upper, categories, from_data = [], [], [], []
     for j, (name, dtype, declared) in enumerate(
             zip(names, dtypes, _declarations(bounds, names), strict=True)):
