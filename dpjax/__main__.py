@@ -12,10 +12,11 @@ import numpy as np
 import dpjax
 from dpjax.data.splits import stratified_split
 
-TITLES = {"random_trees": "DP random decision trees (Bojarski et al.)",
-          "boosted": "private Newton boosting (cyclic, DP-EBM shape)",
-          "malpha": "Mα-boosted DP trees (Nock & Henecka)",
-          "rf_laplace": "RF-L random forest", "rf_exponential": "RF-E random forest"}
+
+def title(method: str) -> str:
+    """What ``method`` is, in words: the first sentence of its config's docstring."""
+    doc = " ".join((dpjax.LEARNERS[method].__doc__ or method).split())
+    return doc.split(": ")[0].split(". ")[0].rstrip(".")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> None:
     X, y = dpjax.load_dataset(args.dataset, args.data_dir)
     bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
     missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
-    print(f"dpjax {dpjax.__version__}: {TITLES.get(args.method, args.method)} on "
+    print(f"dpjax {dpjax.__version__}: {title(args.method)} on "
           f"{args.dataset} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
           f"{args.seeds} seeds, public bounds = the benchmark file's ranges\n")
     header = (f"{'epsilon':>8} {'test accuracy':>16} {'eps spent':>10} {'compile s':>10} "

@@ -1,13 +1,15 @@
-"""JAX's persistent compilation cache, on by default: a fit's program compiled once on this
+"""JAX's persistent compilation cache for dpjax's fits: a fit's program compiled once on this
 machine is read back from disk by later processes instead of being compiled again (the first
 ``dpjax.fit`` of a shape in a new process then costs a load, not a compile).
 
-The cache lives in ``$DPJAX_COMPILATION_CACHE`` if set to a path, else
-``$XDG_CACHE_HOME/dpjax/jax`` (``~/.cache/dpjax/jax``). ``DPJAX_COMPILATION_CACHE=off`` (or
-``0``, ``false``, ``no``) turns it off. A cache directory the user configured for JAX itself
-(``jax_compilation_cache_dir``) is left alone. JAX's cache is process-wide: with dpjax imported,
-the user's other jitted programs are cached in the same directory (a few hundred kB each);
-:func:`disable` turns it off for the process.
+Nothing happens when dpjax is imported. dpjax's first compile (its first fit, sweep or audit)
+calls :func:`enable_default`, which turns the cache on in ``$DPJAX_COMPILATION_CACHE`` if set to
+a path, else ``$XDG_CACHE_HOME/dpjax/jax`` (``~/.cache/dpjax/jax``);
+``DPJAX_COMPILATION_CACHE=off`` (or ``0``, ``false``, ``no``) leaves it off. A cache directory
+the user configured for JAX itself (``jax_compilation_cache_dir``) is left alone, and so is a
+cache the user turned off with :func:`disable` before the first fit. JAX's cache is
+process-wide: once it is on, the user's other jitted programs are cached in the same directory
+(a few hundred kB each); :func:`disable` turns it off for the process.
 
 Entries are keyed by the program, the JAX/XLA versions and the device, never by the data: the
 data are arguments of every compiled fit (nothing private is written to disk).
@@ -22,6 +24,9 @@ import jax
 
 ENV = "DPJAX_COMPILATION_CACHE"
 OFF = ("off", "0", "false", "no")
+_decided = False
+"""Whether dpjax has made its one default choice (:func:`enable_default`), or the user has
+made theirs (:func:`enable`, :func:`disable`)."""
 
 
 def default_dir() -> Path | None:
@@ -40,6 +45,8 @@ def enable(path: str | os.PathLike[str] | None = None) -> Path | None:
     for every program, however fast it compiles; returns the directory in use, or ``None``
     when turned off or when the directory cannot be created. A directory already configured
     in JAX is kept."""
+    global _decided
+    _decided = True
     configured = directory()
     if configured is not None:
         return configured
@@ -56,8 +63,19 @@ def enable(path: str | os.PathLike[str] | None = None) -> Path | None:
     return chosen
 
 
+def enable_default() -> Path | None:
+    """dpjax's default, applied once, at its first compile: :func:`enable` unless the user has
+    already enabled or disabled the cache in this process (then nothing changes)."""
+    if _decided:
+        return directory()
+    return enable()
+
+
 def disable() -> None:
-    """Turn the persistent cache off for the rest of the process."""
+    """Turn the persistent cache off for the rest of the process (dpjax's first compile will
+    not turn it back on)."""
+    global _decided
+    _decided = True
     jax.config.update("jax_compilation_cache_dir", None)
 
 

@@ -24,9 +24,10 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without matplotlib
     raise ImportError("dpjax.plots needs matplotlib: pip install 'dpjax[plots]'") from error
 
-from dpjax.inspection import class_scores_text, split_text, values_text
-from dpjax.mechanisms import PrivacyLedger
+from dpjax.data.describe import split_text
+from dpjax.privacy import PrivacyLedger
 from dpjax.trees.dense import DenseTree, depth_of
+from dpjax.trees.describe import class_scores_text, values_text
 
 
 def _axes(ax: Any, size: tuple[float, float]) -> Any:
@@ -34,9 +35,9 @@ def _axes(ax: Any, size: tuple[float, float]) -> Any:
 
 
 def _trees_of(model: Any) -> tuple[DenseTree, Any]:
-    """The model's dense trees and a ``(t, first, stop) -> text`` of their leaves."""
-    params = model.params
-    trees = params if isinstance(params, DenseTree) else getattr(params, "trees", None)
+    """The model's dense trees (:meth:`~dpjax.learner.Learner.dense_trees`) and a ``(t, first,
+    stop) -> text`` of their leaves."""
+    trees = model.config.dense_trees(model.params)
     if not isinstance(trees, DenseTree) or not np.any(np.asarray(trees.leaf) != 0):
         raise ValueError(f"a {model.method} model has no dense trees to draw")
     leaf = np.asarray(trees.leaf)
@@ -46,9 +47,9 @@ def _trees_of(model: Any) -> tuple[DenseTree, Any]:
 
 
 def plot_tree(model: Any, tree: int = 0, *, max_depth: int = 3, ax: Any = None) -> Any:
-    """Tree ``tree`` of ``model`` (random trees, RF-L/E, Mα-boost, Newton boosting's random
-    shape): each split a box with its condition (left: true), each leaf (or deeper subtree) a
-    box with its released values."""
+    """Tree ``tree`` of ``model`` (any learner with dense trees: random trees, RF-L/E, Mα-boost,
+    Newton boosting's random shape): each split a box with its condition (left: true), each
+    leaf (or deeper subtree) a box with its released values."""
     trees, leaf_text = _trees_of(model)
     feature = np.asarray(trees.feature)[tree]
     threshold = np.asarray(trees.threshold)[tree]

@@ -1,14 +1,16 @@
-"""scikit-learn estimators over :func:`dpjax.fit` (needs the ``sklearn`` extra).
+"""scikit-learn estimators over :func:`dpjax.fit` (needs the ``sklearn`` extra), one per
+registered learner, made from its registration (:func:`estimator_class`).
 
     from dpjax.sklearn import DPBoostedTreesClassifier
     clf = DPBoostedTreesClassifier(epsilon=1.0, bounds=(lower, upper)).fit(X, y)
     clf.predict(X); clf.privacy_.epsilon
 
-Estimators: :class:`DPRandomTreesClassifier` (Bojarski et al.), :class:`DPBoostedTreesClassifier`
-(private Newton boosting), :class:`DPMalphaBoostedClassifier` (Mα-boost, Nock & Henecka),
-:class:`DPRandomForestLaplaceClassifier` (RF-L), :class:`DPRandomForestExponentialClassifier`
-(RF-E), :class:`DPSmoothBoostClassifier` (smooth boosting) and :class:`DPRuleListClassifier`
-(DP greedy rule lists, Ly et al.).
+Each learner's registration names its estimator (``DPRandomTreesClassifier``,
+``DPBoostedTreesClassifier``, ``DPMalphaBoostedClassifier``, ...; ``estimator_class(method)``
+gives it by ``method=`` name). An estimator's parameters are ``epsilon``, its learner config's
+fields (same names, same defaults: they cannot drift) and :func:`dpjax.fit`'s data arguments;
+``fit`` takes ``sample_weight`` when the learner takes weights, and ``decision_function``
+exists when the learner has a decision function.
 
 ``get_params`` / ``set_params`` / ``clone`` work, so the estimators drop into pipelines and
 grid searches. Every fit of a grid search or a cross-validation loop is a release on the same
@@ -22,7 +24,8 @@ data you may spend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import inspect
 from typing import Any
 
 import numpy as np
@@ -42,24 +45,13 @@ except ImportError:                   # pragma: no cover - scikit-learn < 1.6
             kwargs["force_all_finite"] = kwargs.pop("ensure_all_finite")
         return estimator._validate_data(X, **kwargs)
 
-from dpjax.api import Model, fit
-from dpjax.budget import BudgetAccountant
+from dpjax._api import fit
+from dpjax._keys import as_key
+from dpjax._model import Model
 from dpjax.data.binning import is_categorical
 from dpjax.data.labels import DEFAULT_NUMERIC_CLASSES
-from dpjax.ensembles import boosted_decision
-from dpjax.ensembles.newton import newton_decision
-from dpjax.ensembles.smooth_boost import smooth_boost_decision
-from dpjax.keys import as_key
-from dpjax.learners import (
-    Boosted,
-    Learner,
-    MalphaBoosted,
-    RandomTrees,
-    RFExponential,
-    RFLaplace,
-    RuleListLearner,
-    SmoothBoost,
-)
+from dpjax.learner import Learner, Registration
+from dpjax.learners import registration, registrations
 
 _ABOVE_ONE = ("the check fits with sample weights above 1, which dpjax refuses: a record "
               "weighing more than 1 would raise the sensitivity of the counts beyond what the "
@@ -118,9 +110,9 @@ def _undeclared_classes(y: np.ndarray) -> Any:
 
 
 class _DPClassifier(ClassifierMixin, BaseEstimator):
-    """Shared ``fit`` / ``predict`` of the estimators: each subclass names its learner config
-    (whose fields give the hyper-parameters' defaults and names); the data arguments are
-    common.
+    """Shared ``fit`` / ``predict`` of the estimators: each estimator class
+    (:func:`_make_estimator`) names its learner config (whose fields give the
+    hyper-parameters' defaults and names); the data arguments are common.
 
     ``X`` is checked as scikit-learn does (``n_features_in_``, ``feature_names_in_``, no
     sparse or complex data, no NaN or inf unless ``missing`` allows missing values); a pandas
@@ -156,9 +148,10 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> _DPClassifier:
         if "sample_weight" in fit_params:
+            takers = sorted(e.estimator for e in registrations() if e.config.takes_weights)
             raise TypeError(f"{type(self).__name__}.fit does not take sample_weight: the "
-                            "learner's privacy analysis counts every record once (the forests "
-                            "take weights in [0, 1])")
+                            "learner's privacy analysis counts every record once (estimators "
+                            f"that take weights in [0, 1]: {', '.join(takers)})")
         if fit_params:
             raise TypeError(f"{type(self).__name__}.fit got unexpected arguments "
                             f"{sorted(fit_params)}")
@@ -184,11 +177,6 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.asarray(model.classes)
         self.privacy_ = model.privacy
         return self
-
-    def _codes(self, X: Any) -> Any:
-        """The fitted model's codes of ``X`` (checked against the fit's features)."""
-        check_is_fitted(self, "model_")
-        return self.model_.encode(self._check_X(X, reset=False))
 
     def predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "model_")
@@ -216,250 +204,97 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
 
 
 class _WeightedFit:
-    """``fit`` with ``sample_weight`` (weights in ``[0, 1]``) for the forests, whose counts
-    take record weights at unchanged sensitivity."""
+    """``fit`` with ``sample_weight`` (weights in ``[0, 1]``) for the learners whose counts take
+    record weights at unchanged sensitivity (:attr:`~dpjax.learner.Learner.takes_weights`)."""
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _DPClassifier:
         return self._fit(X, y, sample_weight)
 
 
-class DPRandomTreesClassifier(_WeightedFit, _DPClassifier):
-    """Differentially private random decision-tree forest (Bojarski et al. 2014).
-
-    Parameters are those of :func:`dpjax.fit` with ``method="random_trees"``;
-    ``random_state`` is its ``key`` (``None``: fresh OS entropy).
-
-    Attributes (after ``fit``): ``model_`` (:class:`dpjax.Model`), ``classes_``,
-    ``n_features_in_``, ``privacy_`` (the privacy ledger).
-    """
-
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        n_trees: int = RandomTrees.n_trees,
-        depth: int = RandomTrees.depth,
-        voting: str = RandomTrees.voting,
-        leaf_estimate: str = RandomTrees.leaf_estimate,
-        noise: str = RandomTrees.noise,
-        leaf_composition: str = RandomTrees.leaf_composition,
-        threshold_range: str = RandomTrees.threshold_range,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
-
-    _CONFIG = RandomTrees
-
-
-class _RandomForestBaseline(_WeightedFit, _DPClassifier):
-    """RF-L / RF-E of Nock & Henecka (spec §6.5): random trees whose leaf labels are released
-    per leaf (budget ``epsilon / (n_trees * 2**depth)``, or per tree with
-    ``leaf_composition="tree"``), majority vote."""
-
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        n_trees: int = RFLaplace.n_trees,
-        depth: int = RFLaplace.depth,
-        leaf_composition: str = RFLaplace.leaf_composition,
-        threshold_range: str = RFLaplace.threshold_range,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
-
-
-class DPRandomForestLaplaceClassifier(_RandomForestBaseline):
-    """RF-L: Laplace noise on each leaf's class counts, leaf label = noisy argmax."""
-
-    _CONFIG = RFLaplace
-
-
-class DPRandomForestExponentialClassifier(_RandomForestBaseline):
-    """RF-E: each leaf's label drawn by the exponential mechanism on its class counts."""
-
-    _CONFIG = RFExponential
-
-
-class DPBoostedTreesClassifier(_DPClassifier):
-    """Private Newton boosting (the library's accurate default booster, binary labels).
-
-    Parameters are those of :func:`dpjax.fit` with ``method="boosted"`` (see
-    :func:`dpjax.ensembles.newton.fit_newton_boosted`). ``decision_function`` gives the score
-    ``F(x)`` (log-odds of ``classes_[1]``).
-    """
-
-    _CONFIG = Boosted
-
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        shape: str = Boosted.shape,
-        n_trees: int = Boosted.n_trees,
-        depth: int = Boosted.depth,
-        learning_rate: float = Boosted.learning_rate,
-        regularisation: float = Boosted.regularisation,
-        min_signal: float = Boosted.min_signal,
-        prior_share: float = Boosted.prior_share,
-        noise: str = Boosted.noise,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
+class _Decision:
+    """``decision_function`` for the learners with a real-valued score
+    (:meth:`~dpjax.learner.Learner.decision`)."""
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The boosted score ``F(x)`` (positive: ``classes_[1]``)."""
-        codes = self._codes(X)
-        return np.asarray(newton_decision(self.model_.params, codes))
+        """The model's score (positive: ``classes_[1]``; :meth:`dpjax.Model.
+        decision_function`)."""
+        check_is_fitted(self, "model_")
+        return self.model_.decision_function(self._check_X(X, reset=False))
 
 
-class DPMalphaBoostedClassifier(_DPClassifier):
-    """Mα-boost (Nock & Henecka): boosted DP decision trees with the Mα loss.
-
-    Parameters are those of :func:`dpjax.fit` with ``method="malpha"`` (see
-    :func:`dpjax.ensembles.fit_boosted`); ``alpha`` is a number in ``(0, 1]`` or ``"oc"``
-    (objective calibration). ``decision_function`` gives the ensemble score ``H(x)``.
-    """
-
-    _CONFIG = MalphaBoosted
-
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        n_trees: int = MalphaBoosted.n_trees,
-        depth: int = MalphaBoosted.depth,
-        alpha: float | str = MalphaBoosted.alpha,
-        beta_tree: float = MalphaBoosted.beta_tree,
-        clamp: float = MalphaBoosted.clamp,
-        zeta: float = MalphaBoosted.zeta,
-        oc_link_alpha: float = MalphaBoosted.oc_link_alpha,
-        leaf_mechanism: str = MalphaBoosted.leaf_mechanism,
-        beta_mode: str | None = MalphaBoosted.beta_mode,
-        leaf_composition: str | None = MalphaBoosted.leaf_composition,
-        oc_alpha: str | None = MalphaBoosted.oc_alpha,
-        beta_oc: float = MalphaBoosted.beta_oc,
-        beta_share: float = MalphaBoosted.beta_share,
-        size_share: float = MalphaBoosted.size_share,
-        budget: str = MalphaBoosted.budget,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """The boosted score ``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes_[1]``)."""
-        codes = self._codes(X)
-        return np.asarray(boosted_decision(self.model_.params, codes))
-
-class DPSmoothBoostClassifier(_DPClassifier):
-    """Private smooth boosting (LazyBregBoost with DP-1R stumps, DP-TopDown trees or Gaussian
-    halfspaces; binary labels).
-
-    Parameters are those of :func:`dpjax.fit` with ``method="smooth_boost"`` (see
-    :class:`dpjax.learners.SmoothBoost`). ``decision_function`` gives the mean vote in
-    ``[−1, 1]`` (positive: ``classes_[1]``).
-    """
-
-    _CONFIG = SmoothBoost
-
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        weak_learner: str = SmoothBoost.weak_learner,
-        n_rounds: int = SmoothBoost.n_rounds,
-        kappa: float = SmoothBoost.kappa,
-        learning_rate: float = SmoothBoost.learning_rate,
-        min_signal: float = SmoothBoost.min_signal,
-        size_share: float = SmoothBoost.size_share,
-        tree_splits: int = SmoothBoost.tree_splits,
-        calibration: str = SmoothBoost.calibration,
-        accounting: str = SmoothBoost.accounting,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """The mean vote ``(1/T)·Σ_t h_t(x)`` (positive: ``classes_[1]``)."""
-        codes = self._codes(X)
-        return np.asarray(smooth_boost_decision(self.model_.params,
-                                                self.model_.config.predict_fn, codes))
+DATA_PARAMETERS: tuple[tuple[str, Any], ...] = (
+    ("bounds", None), ("classes", None), ("n_bins", 10), ("missing", "error"),
+    ("on_out_of_bounds", "clip"), ("neighbouring", "add_remove"), ("public_size", None),
+    ("delta", 0.0), ("random_state", None), ("accountant", None))
+"""The estimators' parameters besides ``epsilon`` and the learner's own: :func:`dpjax.fit`'s
+arguments (``random_state`` is its ``key``: ``None`` draws fresh OS entropy)."""
 
 
-class DPRuleListClassifier(_DPClassifier):
-    """A DP greedy rule list (Ly et al.; binary labels): ``if … then … else …`` over literals of
-    the public codes.
+def _signature(config: type[Learner]) -> inspect.Signature:
+    """``__init__(self, epsilon=1.0, *, <the config's fields>, <DATA_PARAMETERS>)``."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                  inspect.Parameter("epsilon", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    default=1.0)]
+    parameters += [inspect.Parameter(f.name, keyword, default=f.default)
+                   for f in dataclasses.fields(config)]
+    parameters += [inspect.Parameter(name, keyword, default=default)
+                   for name, default in DATA_PARAMETERS]
+    return inspect.Signature(parameters)
 
-    Parameters are those of :func:`dpjax.fit` with ``method="rule_list"`` (see
-    :class:`dpjax.learners.RuleListLearner`); ``describe()`` gives the list as text.
-    """
 
-    _CONFIG = RuleListLearner
+def _make_estimator(entry: Registration) -> type[_DPClassifier]:
+    """The scikit-learn estimator class of a registered learner: its parameters are the config's
+    fields (with the config's defaults) and :func:`dpjax.fit`'s data arguments; ``fit`` takes
+    ``sample_weight`` when the learner does; ``decision_function`` exists when the learner has
+    a decision function."""
+    config = entry.config
+    signature = _signature(config)
 
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        *,
-        max_rules: int = RuleListLearner.max_rules,
-        max_card: int = RuleListLearner.max_card,
-        selection: str = RuleListLearner.selection,
-        calibration: str = RuleListLearner.calibration,
-        min_support: float = RuleListLearner.min_support,
-        confidence: Any = RuleListLearner.confidence,
-        bounds: Any = None,
-        classes: Sequence[Any] | None = None,
-        n_bins: int = 10,
-        missing: str | Sequence[str] = "error",
-        on_out_of_bounds: str = "clip",
-        neighbouring: str = "add_remove",
-        public_size: int | None = None,
-        delta: float = 0.0,
-        random_state: int | None = None,
-        accountant: BudgetAccountant | None = None,
-    ) -> None:
-        _store_params(self, locals())
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        _store_params(self, bound.arguments)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    summary = (config.__doc__ or "").strip().split("\n\n")[0]
+    doc = (f"{summary}\n\nThe scikit-learn estimator of ``method={config.name!r}``. Its "
+           f"parameters are ``epsilon``, the fields of :class:`{config.__module__}."
+           f"{config.__qualname__}` (the same names and defaults) and the data arguments of "
+           ":func:`dpjax.fit` (``random_state`` is its ``key``: ``None`` draws fresh OS "
+           "entropy).\n\nAttributes (after ``fit``): ``model_`` (:class:`dpjax.Model`), "
+           "``classes_``, ``n_features_in_``, ``privacy_`` (the privacy ledger).")
+    bases = ((_WeightedFit,) if config.takes_weights else ()) + (
+        (_Decision,) if entry.decision is not None else ()) + (_DPClassifier,)
+    namespace = {"__init__": __init__, "__doc__": doc, "__module__": __name__,
+                 "__qualname__": entry.estimator, "_CONFIG": config}
+    return type(entry.estimator, bases, namespace)
+
+
+_ESTIMATORS: dict[str, type[_DPClassifier]] = {}
+
+
+def estimator_class(method: str | Learner) -> type[_DPClassifier]:
+    """The scikit-learn estimator class of a registered learner (by ``method=`` name or
+    config), made from its registration once and kept as an attribute of this module."""
+    entry = registration(method)
+    cls = _ESTIMATORS.get(entry.estimator)
+    if cls is None or cls._CONFIG is not entry.config:
+        cls = _ESTIMATORS[entry.estimator] = _make_estimator(entry)
+        globals()[entry.estimator] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    for entry in registrations():
+        if entry.estimator == name:
+            return estimator_class(entry.name)
+    raise AttributeError(f"module 'dpjax.sklearn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *(entry.estimator for entry in registrations())})
+
+
+for _entry in registrations():
+    estimator_class(_entry.name)

@@ -21,9 +21,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from dpjax._progress import bar as progress_bar
 from dpjax.auditing.events import Event, choose_event, columns
 from dpjax.auditing.stats import epsilon_estimate, epsilon_lower_bound
-from dpjax.progress import bar as progress_bar
 
 Release = Callable[[jax.Array, Any], Any]
 
@@ -115,7 +115,7 @@ def audit_release(
       key: the audit's own key (an int seed is fine here: nothing is released).
       confidence: of the Clopper–Pearson interval.
       progress: show a progress bar (default: when the audit is long and
-        :func:`dpjax.progress.wanted`: stderr is a terminal, or ``$DPJAX_PROGRESS=1``).
+        :func:`dpjax._progress.wanted`: stderr is a terminal, or ``$DPJAX_PROGRESS=1``).
 
     Returns:
       :class:`AuditReport`.

@@ -20,11 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from dpjax._preparation import check_budgets, fit_grid, prepare
 from dpjax.auditing.audit import AuditReport, audit_release
 from dpjax.data import as_frame, encode, encode_labels
 from dpjax.data.binning import FeatureSpec
-from dpjax.mechanisms.accounting import check_neighbouring
-from dpjax.preparation import check_budgets, fit_grid, prepare
+from dpjax.privacy import check_neighbouring
 
 RECORDS = ("upper", "lower")
 

@@ -1,63 +1,13 @@
-"""Ensembles of dense trees."""
+"""The ensemble learners, one folder per algorithm family: each holds its config (registered
+under its ``method=`` name), its pure ``fit(config, ...)``, its params pytree and its
+``describe``.
 
-from dpjax.ensembles.boosted import (
-    BETA_MODES,
-    LEAF_COMPOSITIONS,
-    LEAF_MECHANISMS,
-    VALID_MODES,
-    BoostedTrees,
-    boosted_decision,
-    boosted_predict,
-    boosted_proba,
-    fit_boosted,
-)
-from dpjax.ensembles.random_trees import (
-    COSTS,
-    FOREST_COMPOSITIONS,
-    LEAF_ESTIMATES,
-    NOISE,
-    VOTING,
-    fallback_leaves,
-    fit_random_trees,
-    forest_leaf_index,
-    forest_predict,
-    forest_proba,
-    forest_structures,
-    leaf_class_counts,
-    leaf_distribution,
-    leaf_epsilon,
-    leaf_estimates,
-    release_counts,
-    tree_keys,
-    vote,
-)
+* :mod:`~dpjax.ensembles.random_trees`: DP random decision trees and the RF-L / RF-E baselines
+  (``"random_trees"``, ``"rf_laplace"``, ``"rf_exponential"``);
+* :mod:`~dpjax.ensembles.newton`: private Newton boosting (``"boosted"``);
+* :mod:`~dpjax.ensembles.malpha`: Mα-boost (``"malpha"``);
+* :mod:`~dpjax.ensembles.smooth_boost`: private smooth boosting (``"smooth_boost"``).
 
-__all__ = [
-    "BETA_MODES",
-    "FOREST_COMPOSITIONS",
-    "LEAF_COMPOSITIONS",
-    "LEAF_MECHANISMS",
-    "VALID_MODES",
-    "BoostedTrees",
-    "boosted_decision",
-    "boosted_predict",
-    "boosted_proba",
-    "fit_boosted",
-    "COSTS",
-    "LEAF_ESTIMATES",
-    "NOISE",
-    "VOTING",
-    "fallback_leaves",
-    "fit_random_trees",
-    "forest_leaf_index",
-    "forest_predict",
-    "forest_proba",
-    "forest_structures",
-    "leaf_class_counts",
-    "leaf_distribution",
-    "leaf_epsilon",
-    "leaf_estimates",
-    "release_counts",
-    "tree_keys",
-    "vote",
-]
+Rule lists take the same shape in :mod:`dpjax.rules`. Importing this package imports no family
+(import the one you use; :mod:`dpjax.learners` imports them all).
+"""

@@ -1,19 +1,16 @@
-"""DP mechanisms (explicit PRNG keys, ``vmap``-able, exact samplers) and privacy accounting.
+"""DP mechanisms: explicit PRNG keys, ``vmap``-able, exact samplers.
 
 Every mechanism returns ``(release, Cost)``: the object that sets the noise also reports what it
-spent; the ledger is assembled from those costs.
+spent (:class:`dpjax.privacy.Cost`); the ledger is assembled from those costs.
+
+* :func:`laplace_mechanism`, :func:`gaussian_mechanism`: exact discrete Laplace / Gaussian noise
+  on a fixed-point grid;
+* :func:`permute_and_flip`: private selection with exact coins;
+* :func:`release_size`: the noisy row count;
+* :mod:`~dpjax.mechanisms.exact`: the exact samplers; :mod:`~dpjax.mechanisms.smooth_sensitivity`:
+  the smooth sensitivity of the Gini impurity.
 """
 
-from dpjax.mechanisms.accounting import (
-    NEIGHBOURING,
-    Cost,
-    LedgerEntry,
-    PrivacyLedger,
-    advanced_composition,
-    check_epsilon,
-    parallel,
-    zcdp_to_dp,
-)
 from dpjax.mechanisms.exact import (
     bernoulli_exp,
     discrete_gaussian,
@@ -23,21 +20,15 @@ from dpjax.mechanisms.exact import (
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
 from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.size import release_size
 
 __all__ = [
-    "NEIGHBOURING",
-    "Cost",
-    "LedgerEntry",
-    "PrivacyLedger",
-    "advanced_composition",
     "bernoulli_exp",
-    "check_epsilon",
     "discrete_gaussian",
     "discrete_laplace",
     "gaussian_mechanism",
     "laplace_mechanism",
-    "parallel",
     "permute_and_flip",
+    "release_size",
     "uniform_below",
-    "zcdp_to_dp",
 ]

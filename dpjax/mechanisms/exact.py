@@ -49,6 +49,10 @@ longer keep every lane of a large array busy. A discrete-Laplace draw takes abou
 iterations on average and the slowest of 10^5 about fifty: 90,112 draws went from 158 ms (all
 lanes to the end, stragglers compacted) to 52 ms on two CPU cores."""
 
+LANE_BYTES = 48
+"""Memory of one lane of the exact samplers (state, words, compaction copies), for the learners'
+memory estimates."""
+
 Lanes = tuple[jax.Array, ...]
 
 

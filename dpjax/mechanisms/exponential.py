@@ -39,9 +39,9 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exact import bernoulli_exp, uniform_below
-from dpjax.mechanisms.rounding import round_down
+from dpjax.privacy.costs import Cost
+from dpjax.privacy.rounding import round_down
 
 GAMMA_CAP = 16.0
 """Coins are never below ``e^−16``: see the module docstring (a utility floor at ``u* − 16/c``)."""

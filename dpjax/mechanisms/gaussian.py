@@ -42,10 +42,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exact import discrete_gaussian
 from dpjax.mechanisms.laplace import MAX_GRID_VALUE, RELEASE_CLIP
-from dpjax.mechanisms.rounding import round_down, round_up
+from dpjax.privacy.composition import zcdp_epsilon
+from dpjax.privacy.costs import Cost
+from dpjax.privacy.rounding import float32_above, round_down, round_up
 
 NOISE_BITS = 15
 """The discrete Gaussian's standard deviation on the grid is ``2**NOISE_BITS`` units."""
@@ -67,15 +68,9 @@ def _pow2(exponent: jax.Array) -> jax.Array:
     return jax.lax.bitcast_convert_type(biased, jnp.float32)
 
 
-def _float32_up(x: float) -> np.float32:
-    """The smallest float32 ``>= x`` (a float64)."""
-    single = np.float32(x)
-    return single if float(single) >= x else np.nextafter(single, np.float32(np.inf))
-
-
 def _sqrt_up(n: int) -> np.float32:
     """The smallest float32 ``>= sqrt(n)`` (``math.sqrt`` is correctly rounded in float64)."""
-    return _float32_up(math.sqrt(n))
+    return float32_above(math.sqrt(n))
 
 
 def _grid(l2_sensitivity: jax.Array, rho: jax.Array, coordinates: int,
@@ -153,9 +148,8 @@ def _concrete(x: ArrayLike) -> float | None:
 
 
 def _validate(l2_sensitivity: ArrayLike, rho: ArrayLike, bound: ArrayLike,
-              delta: float) -> float:
-    """Check the concrete inputs (traced ones are the caller's responsibility); return
-    ``ln(1/δ)``."""
+              delta: float) -> None:
+    """Check the concrete inputs (traced ones are the caller's responsibility)."""
     if isinstance(delta, (bool, str, bytes)) or _concrete(delta) is None:
         raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
     if not 0.0 < float(delta) < 1.0:
@@ -166,7 +160,6 @@ def _validate(l2_sensitivity: ArrayLike, rho: ArrayLike, bound: ArrayLike,
         if number is not None and not (math.isfinite(number) and (
                 number > 0 or (lowest == ">= 0" and number == 0))):
             raise ValueError(f"{name} must be {lowest} and finite, got {x!r}")
-    return math.log(1.0 / float(delta))
 
 
 def gaussian_cost(
@@ -190,7 +183,7 @@ def gaussian_cost(
     rounded up to float32 (the ``(ε, δ)`` claim holds at any larger ``δ``). All NaN where the
     release is refused.
     """
-    log_inverse_delta = _validate(l2_sensitivity, rho, bound, delta)
+    _validate(l2_sensitivity, rho, bound, delta)
     sensitivity = jnp.asarray(l2_sensitivity, jnp.float32)
     rho = jnp.asarray(rho, jnp.float32)
     exponent, multiplier, valid = _grid(sensitivity, rho, coordinates, bound)
@@ -198,10 +191,9 @@ def gaussian_cost(
     units = round_up(round_up(sensitivity / step) + jnp.float32(_sqrt_up(coordinates)))
     spent = jnp.minimum(round_up(units * units * (0.5 / NOISE_BITS_SCALE**2)), rho)
     spent = jnp.where(valid, spent, jnp.nan)
-    epsilon = round_up(spent + 2.0 * round_up(jnp.sqrt(round_up(
-        spent * jnp.float32(_float32_up(log_inverse_delta))))))
+    epsilon = zcdp_epsilon(spent, delta)
     name = "discrete Gaussian" + (f" (L2 sens. {label})" if label else "")
-    delta = jnp.full(jnp.shape(spent), _float32_up(float(delta)), jnp.float32)
+    delta = jnp.full(jnp.shape(spent), float32_above(float(delta)), jnp.float32)
     return Cost(epsilon, delta, name, spent)
 
 

@@ -32,9 +32,9 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from dpjax.mechanisms.accounting import Cost
 from dpjax.mechanisms.exact import discrete_laplace, laplace_fraction
-from dpjax.mechanisms.rounding import round_up
+from dpjax.privacy.costs import Cost
+from dpjax.privacy.rounding import round_up
 
 GRID_BITS = 10
 """Grid steps per unit of sensitivity, ``2**GRID_BITS`` (fewer when ``ε`` is below

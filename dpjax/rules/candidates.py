@@ -30,8 +30,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-FRACTION_BITS = 8
-"""``F``: Gini-weighted counts are exact integers in units of ``2**−F``."""
+from dpjax.privacy import fixed_point
+
+FRACTION_BITS = fixed_point.BITS
+"""``F``: Gini-weighted counts are exact integers in units of ``2**−F``
+(:mod:`dpjax.privacy.fixed_point`)."""
 MAX_ROWS = 2**24 - 1
 """Counts stay below ``2**24``: exact in float32 (the Gram matrices) and in the long division."""
 

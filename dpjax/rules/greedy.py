@@ -54,21 +54,21 @@ mode whose ledger says it is not private.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from dpjax.data.binning import FeatureSpec
-from dpjax.mechanisms.accounting import Cost
+from dpjax.learner import FitContext
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
 from dpjax.mechanisms.laplace import laplace_mechanism
-from dpjax.mechanisms.rounding import float32_below, round_down
+from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
+from dpjax.privacy import Cost
+from dpjax.privacy.composition import float32_share, gaussian_selection_rho, share
+from dpjax.privacy.rounding import float32_below
 from dpjax.rules.candidates import (
     FRACTION_BITS,
-    Literals,
     NodeStats,
     candidate_pairs,
     literal_table,
@@ -76,8 +76,9 @@ from dpjax.rules.candidates import (
     node_stats,
     normalised_gini,
 )
-from dpjax.rules.smooth_sensitivity import smooth_sensitivity_gini
-from dpjax.trees.stumps import code_label
+
+if TYPE_CHECKING:
+    from dpjax.rules.config import RuleListLearner
 
 SELECTIONS = ("count_gini", "smooth_laplace", "smooth_cauchy", "global_laplace",
               "global_gaussian", "exponential")
@@ -121,7 +122,7 @@ def node_epsilon(epsilon: jax.Array, selection: str, calibration: str, max_rules
         shares = 3 * k - 1 if smooth else 2 * k if selection == "exponential" else 2 * k - 1
     else:
         shares = max_rules * (2 if smooth else 1) + 1
-    return round_down(jnp.asarray(epsilon, jnp.float32) / shares)
+    return share(epsilon, 1.0, shares)
 
 
 def delta_shares(delta: float, selection: str, calibration: str, max_rules: int,
@@ -134,10 +135,11 @@ def delta_shares(delta: float, selection: str, calibration: str, max_rules: int,
     if selection not in NEEDS_DELTA:
         return 0.0, 0.0
     if selection == "global_gaussian":
-        return float32_below(node), 0.0
+        return float32_share(delta, max_rules), 0.0
     if calibration == "paper":
         conf = PAPER_CONFIDENCE if confidence == "auto" else float(confidence)
-        return (float32_below(node) if selection == "smooth_laplace" else 0.0), 1.0 - conf
+        return (float32_share(delta, max_rules) if selection == "smooth_laplace" else 0.0,
+                1.0 - conf)
     if confidence == "auto":
         failure = node / 2 if selection == "smooth_laplace" else node
     else:
@@ -194,8 +196,7 @@ def select_rule(key: jax.Array, score: jax.Array, size: jax.Array, valid: jax.Ar
         noise = sigma * jax.random.normal(key, gini.shape)
         return _argmin(gini + noise, valid), Cost(epsilon, jnp.float32(delta_smooth),
                                                   "float Gaussian noisy argmin per score")
-    log_inv = math.log(1.0 / delta_smooth)
-    rho = (jnp.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2 * (1.0 - 1e-4)
+    rho = gaussian_selection_rho(epsilon, delta_smooth)
     noisy, cost = gaussian_mechanism(
         key, jnp.where(valid, gini, 0.0), GINI_SENSITIVITY * math.sqrt(n_candidates), rho,
         bound=1.0, delta=delta_smooth, label="Δ·sqrt(candidates), Δ = 1/2")
@@ -219,19 +220,20 @@ class _Node(NamedTuple):
     min_support: jax.Array
 
 
-def fit_rule_list(
-    key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None, *,
-    n_codes_per_feature: np.ndarray, max_rules: int = 4, max_card: int = 2,
-    selection: str = "count_gini", calibration: str = "provable", min_support: float = 0.05,
-    confidence: str | float = "auto", sensitivity: float = 1.0, delta: float = 0.0,
-    size: jax.Array | None = None,
-) -> tuple[RuleList, dict[str, Cost]]:
-    """Fit a rule list of at most ``max_rules`` rules on ``codes [m, n]`` and binary ``y``
-    (module docstring). ``epsilon=None``: GreedyRL without privacy (the best candidate while it
-    strictly lowers the Gini, :func:`greedy_choice`; labels by majority, ties to 1).
-    ``min_support`` is ``λ`` of the smooth selections (``Λ = max(⌊λ·ñ⌋, 2)`` with ``ñ`` the
-    public ``size`` or the first noisy support count); ``confidence`` their ``𝒞`` (``"auto"``:
-    ``1 − 𝒞`` a share of ``δ``). Returns the :class:`RuleList` and the costs of its releases."""
+def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
+        epsilon: jax.Array | None, context: FitContext) -> tuple[RuleList, dict[str, Cost]]:
+    """Fit a rule list of at most ``config.max_rules`` rules of up to ``config.max_card``
+    literals on ``codes [m, n]`` and binary ``y`` (module docstring; the fields are documented
+    on :class:`~dpjax.rules.RuleListLearner`). ``epsilon=None``: GreedyRL without privacy (the
+    best candidate while it strictly lowers the Gini, :func:`greedy_choice`; labels by
+    majority, ties to 1). ``min_support`` is ``λ`` of the smooth selections (``Λ =
+    max(⌊λ·ñ⌋, 2)`` with ``ñ`` the public ``context.size`` or the first noisy support count);
+    ``confidence`` their ``𝒞`` (``"auto"``: ``1 − 𝒞`` a share of ``δ``). Returns the
+    :class:`RuleList` and the costs of its releases."""
+    max_rules, max_card, selection = config.max_rules, config.max_card, config.selection
+    calibration, min_support = config.calibration, config.min_support
+    sensitivity, delta, size = context.sensitivity, context.delta, context.size
+    n_codes_per_feature = context.n_codes_per_feature
     literals = literal_table(n_codes_per_feature)
     pairs_static = candidate_pairs(literals, max_card)
     n_candidates = len(pairs_static) + 1                  # with ∅
@@ -244,7 +246,7 @@ def fit_rule_list(
     if private:
         eps_node = node_epsilon(epsilon, selection, calibration, max_rules)
         delta_smooth, delta_check = delta_shares(delta, selection, calibration, max_rules,
-                                                 confidence)
+                                                 config.confidence)
         beta = (eps_node / (2.0 * math.log(2.0 / delta_smooth)) if selection == "smooth_laplace"
                 else eps_node / 6.0)
     convention = "paper" if calibration == "paper" else "add_remove"
@@ -338,42 +340,6 @@ def rule_list_proba(rules: RuleList, codes: jax.Array) -> jax.Array:
     return (counts + 0.5) / (counts.sum(axis=-1, keepdims=True) + 1.0)
 
 
-def literal_text(spec: FeatureSpec, feature: int, lo: int, hi: int, inside: bool) -> str:
-    """A literal ``(lo <= code <= hi) == inside`` readably: ``"age >= 40"``, ``"sex = F"``,
-    ``"not priors"`` (a 0/1 column), ``"colour in {red, blue}"``, ..."""
-    name = spec.names[feature]
-    n_values = int(spec.n_values[feature])
-    categories = spec.categories[feature]
-    if categories is None and lo == hi == 1 and n_values == 2 and (
-            spec.lower[feature], spec.upper[feature]) == (0.0, 1.0):
-        return name if inside else f"not {name}"
-    if categories is None and 0 < lo < n_values and hi == n_values - 1:
-        edge = f"{spec.bin_edges(feature)[lo - 1]:.4g}"
-        missing = " or missing" if spec.missing[feature] and not inside else ""
-        return f"{name} >= {edge}" if inside else f"{name} < {edge}{missing}"
-    if lo == hi:
-        text = code_label(spec, feature, lo)
-    else:
-        labels = [code_label(spec, feature, c).removeprefix(f"{name} ") for c in range(lo, hi + 1)]
-        text = f"{name} in {{{', '.join(labels)}}}"
-    return text if inside else f"not ({text})"
-
-
-def describe_rule_list(rules: RuleList, spec: FeatureSpec, classes: tuple) -> str:
-    """The list as ``if … then …`` lines with the released counts of each rule."""
-    arrays = [np.asarray(a) for a in rules]
-    feature, lo, hi, inside, active, counts, label = arrays
-    lines = []
-    for r in np.flatnonzero(active):
-        parts = {literal_text(spec, int(feature[r, k]), int(lo[r, k]), int(hi[r, k]),
-                              bool(inside[r, k])) for k in range(2)}
-        keyword = "if" if not lines else "else if"
-        lines.append(f"{keyword} {' and '.join(sorted(parts))} then {classes[label[r]]}"
-                     f"   [counts {counts[r, 0]:.0f} / {counts[r, 1]:.0f}]")
-    default = f"{classes[label[-1]]}   [counts {counts[-1, 0]:.0f} / {counts[-1, 1]:.0f}]"
-    lines.append(f"else {default}" if lines else f"always {default}")
-    return "\n".join(["rule list (counts: label 0 / label 1):", *lines])
-
-
-__all__ = ["CALIBRATIONS", "SELECTIONS", "Literals", "RuleList", "describe_rule_list",
-           "fit_rule_list", "rule_list_predict", "rule_list_proba"]
+__all__ = ["CALIBRATIONS", "NEEDS_DELTA", "SELECTIONS", "SMOOTH", "RuleList", "delta_shares",
+           "fit", "node_epsilon", "rule_cells", "rule_list_predict", "rule_list_proba",
+           "select_rule"]

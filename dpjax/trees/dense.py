@@ -12,6 +12,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
+MAX_DEPTH = 20
+"""The deepest dense tree a learner takes (``2**20`` leaves)."""
+
 
 @chex.dataclass(frozen=True)
 class DenseTree:

@@ -1,0 +1,242 @@
+"""``dpjax.fit`` and ``dpjax.sweep``.
+
+Data flow (``docs/design.md``): user ``X, y`` -> public :class:`~dpjax.data.FeatureSpec` ->
+uint8 codes -> a learner config's pure ``fit`` (jit-compiled once per config and data shape)
+-> params pytree + the costs its mechanisms reported -> privacy ledger -> :class:`Model`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax import _model, _preparation
+from dpjax._keys import as_key, seed_list
+from dpjax._model import Model, Sweep, Timings
+from dpjax._preparation import (
+    check_budgets,
+    compile_cached,
+    fit_grid,
+    ledger_of,
+    prepare,
+    run_timed,
+)
+from dpjax._sharding import resolve_devices, shard_rows
+from dpjax.learners import Learner, get_learner
+from dpjax.privacy import BudgetAccountant, check_epsilon
+
+__all__ = ["clear_caches", "fit", "sweep"]
+
+
+def fit(
+    X: Any,
+    y: Any,
+    *,
+    method: str | Learner = "random_trees",
+    epsilon: float | None = 1.0,
+    key: int | jax.Array | None = None,
+    bounds: Any = None,
+    classes: Sequence[Any] | None = None,
+    n_bins: int = 10,
+    missing: str | Sequence[str] = "error",
+    on_out_of_bounds: str = "clip",
+    neighbouring: str = "add_remove",
+    public_size: int | None = None,
+    delta: float = 0.0,
+    devices: int | str | Sequence[jax.Device] | None = None,
+    accountant: BudgetAccountant | None = None,
+    sample_weight: Any = None,
+    **params: Any,
+) -> Model:
+    """Fit a differentially private tree model.
+
+    Args:
+      X: 2-D table: pandas DataFrame, numpy or JAX array.
+      y: labels, 1-D.
+      method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
+        ``"boosted"`` (private Newton boosting, binary labels: the accurate default booster),
+        ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
+        ``"rf_exponential"`` (their RF-L / RF-E baselines), ``"smooth_boost"`` (LazyBregBoost
+        with DP-1R stumps, binary labels), ``"rule_list"`` (DP greedy rule lists, Ly et al.,
+        binary labels); or a learner config such as
+        ``dpjax.learners.Boosted(shape="random")`` (``params`` then override its fields).
+      epsilon: total privacy budget (the paper's ``eta`` for random trees). ``None`` fits
+        without privacy and must be asked for explicitly.
+      key: ``None`` (default) draws fresh OS entropy: use it for anything you release. An int
+        seed or a ``jax.random`` key gives a reproducible model, for experiments only: anyone
+        who knows the key can recompute the noise, which voids the guarantee.
+      bounds: public feature bounds: ``(lower, upper)`` per-feature arrays (or scalars for every
+        feature), or a dict column -> ``(lo, hi)`` tuple or category *list*, or ``"data"`` (not
+        private; warns). Required for numeric features when ``epsilon`` is set.
+      classes: the declared class labels (public). Default: ``(False, True)`` for boolean
+        labels and ``(0, 1)`` for numeric ones (other numeric labels are an error: declare
+        them); labels of any other type are read off ``y`` with a warning (not private), as
+        are any labels with ``classes="data"``.
+      n_bins: equal-width bins per numeric feature (1..255).
+      missing: ``"error"``, ``"code"`` or the list of columns that may hold missing values.
+      on_out_of_bounds: ``"clip"`` (default; numeric values outside ``bounds`` are clipped and
+        unknown categories coded as "other", with a warning that prints no value) or
+        ``"error"`` (opt-in: an exception whose raising depends on a record is not private).
+        It applies to the training data: prediction always clips.
+      neighbouring: ``"add_remove"`` or ``"replace_one"`` (alias ``"substitute"``)
+        neighbouring datasets; replace-one doubles the count and split sensitivities.
+      public_size: the number of training rows, if it is public (a fixed-size study). Under
+        add/remove neighbours the row count is private, so learners that need it (``malpha``)
+        release a noisy count with a small share of ``epsilon`` unless it is declared here;
+        under replace-one it is public anyway.
+      delta: the ``δ`` of an ``(ε, δ)`` budget, in ``[0, 1)``. ``boosted`` composes its
+        releases in zCDP when that buys more noise-free budget than basic composition (many
+        rounds) and the ledger then spends ``δ``; ``rule_list``'s smooth and Gaussian
+        selections need it; the other learners are pure ``ε``-DP and spend none of it.
+      devices: split the rows across devices (``"all"``, a count, or a list of devices;
+        :mod:`dpjax.sharding`): the same program runs on every device's rows and sums its
+        histograms across them; the model is bit-identical to the one-device fit under the
+        same key. The row count must be a multiple of the device count. Default: one device.
+      accountant: a :class:`dpjax.BudgetAccountant` to spend from: the fit is refused before
+        any work if its ``(epsilon, delta)`` would exceed the accountant's total, and its
+        ledger is recorded there.
+      sample_weight: record weights in ``[0, 1]``, one per row, for the learners whose counts
+        take them at unchanged sensitivity (the forests: ``random_trees``, ``rf_laplace``,
+        ``rf_exponential``); weights count in units of ``2**-8`` of a record (rounded down).
+        Other learners refuse them.
+      **params: the method's hyper-parameters: the fields of its config class
+        ``dpjax.LEARNERS[method]``, each documented there (random_trees:
+        :class:`dpjax.learners.RandomTrees`, ``n_trees``, ``depth``, ``voting``, ...; boosted:
+        :class:`dpjax.learners.Boosted`, ``shape``, ``learning_rate``, ``regularisation``, ...;
+        malpha: :class:`dpjax.learners.MalphaBoosted`, ``alpha`` (``"oc"`` or in (0, 1]),
+        ``beta_tree``, ``budget``, ...; smooth_boost: :class:`dpjax.learners.SmoothBoost`,
+        ``n_rounds``, ``kappa``, ...; rule_list: :class:`dpjax.learners.RuleListLearner`,
+        ``max_rules``, ``selection``, ...).
+    """
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+    if accountant is not None:
+        accountant.check(epsilon, delta, neighbouring=neighbouring)
+    chosen_devices = resolve_devices(devices)
+    prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
+                       n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
+                       neighbouring=neighbouring, params=params, public_size=public_size,
+                       delta=delta, sample_weight=sample_weight)
+    key = as_key(key)
+    fn, cache_key = prepared.fit_fn(private=epsilon is not None)
+    rows = (prepared.codes, prepared.y) + (() if prepared.weights is None else
+                                           (prepared.weights,))
+    codes, labels, *weights = shard_rows(chosen_devices, *rows)
+    args = (key, codes, labels, jnp.float32(epsilon or 1.0),
+            prepared.traced_values(), prepared.size_value(), None, *weights)
+    compiled, compile_s = compile_cached(fn, cache_key, *args)
+    (fitted, costs), run_s = run_timed(compiled, *args)
+    ledger = ledger_of(prepared, epsilon, costs)
+    if accountant is not None:
+        accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
+    return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
+                 Timings(compile_s, run_s))
+
+
+def sweep(
+    X: Any,
+    y: Any,
+    *,
+    method: str | Learner = "random_trees",
+    epsilon: float | Sequence[float] | None,
+    seeds: int | Sequence[int] | None = None,
+    bounds: Any = None,
+    classes: Sequence[Any] | None = None,
+    n_bins: int = 10,
+    missing: str | Sequence[str] = "error",
+    on_out_of_bounds: str = "clip",
+    neighbouring: str = "add_remove",
+    public_size: int | None = None,
+    delta: float = 0.0,
+    accountant: BudgetAccountant | None = None,
+    **params: Any,
+) -> Sweep:
+    """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
+    as sequences (boosted: ``learning_rate``, ``regularisation``; malpha: ``alpha``,
+    ``beta_tree``; smooth_boost: ``kappa``, ``learning_rate``, ``min_signal``) with every
+    seed, as **one** jit-compiled call (the grid points vmapped; mapped one after the other for
+    learners that branch per point, ``Learner.sweep_by_map``: boosted).
+
+    Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
+    is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).
+
+    Every model is its own release with its own noise key (``grid_keys``: grid point ``i``
+    of seed key ``k`` fits with ``fold_in(split(k)[1], i)``); data-independent structure, such
+    as random trees' splits, is drawn from ``split(k)[0]`` and shared along the grid, which
+    costs no privacy. Releasing several models of a sweep spends the sum of their ledgers.
+
+    ``seeds``: ``None`` (default) draws one seed from OS entropy — use it for anything you
+    release. A count ``k`` (seeds ``0..k-1``) or a sequence of int seeds is for experiments
+    only: anyone who knows a seed can recompute the noise, which voids the guarantee. With an
+    ``accountant`` every model of the sweep (grid point x seed) spends from it. Other
+    arguments as :func:`fit`.
+    """
+    traced_names = get_learner(method).traced_names()
+    private = epsilon is not None
+    epsilons = check_budgets(epsilon) if private else [None]
+    traced = {n: list(params.pop(n)) for n in traced_names
+              if isinstance(params.get(n), (list, tuple, np.ndarray))}
+    names = ("epsilon", *traced)
+    grid = tuple(dict(zip(names, point, strict=True))
+                 for point in itertools.product(epsilons, *traced.values()))
+    # every grid value must be a valid setting on its own; its ledger reads the checked values
+    configs = tuple(get_learner(method, {**params, **{n: point[n] for n in traced}})
+                    for point in grid)
+    seeds = seed_list(seeds)
+    if accountant is not None:
+        accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds),
+                         neighbouring=neighbouring)
+    prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
+                       bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
+                       on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
+                       params=params, public_size=public_size, delta=delta, batch=len(grid))
+    fn, cache_key = prepared.fit_fn(private=private)
+
+    # Seeds by lax.map, grid points by vmap inside (fit_grid; by lax.map for learners that
+    # branch per point, Learner.sweep_by_map): work that depends neither on
+    # the traced settings nor on the noise (random structures, routing, counts) is done once
+    # per seed. The data are arguments, never baked-in constants: the compiled program is
+    # cached by shape and reused for other data of the same shape.
+    def batched(keys: jax.Array, codes: jax.Array, y: jax.Array,
+                points: dict[str, jax.Array], size: jax.Array) -> Any:
+        per_seed = jax.lax.map(
+            lambda key: fit_grid(fn, traced_names, key, codes, y, points, size,
+                                 by_map=prepared.config.sweep_by_map), keys)
+        return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
+
+    keys = jnp.stack([as_key(seed) for seed in seeds])
+    encoded = [prepared.traced_values(config) for config in configs]
+    points = {n: jnp.stack([e[n] for e in encoded]) for n in traced_names}
+    points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
+    args = (keys, prepared.codes, prepared.y, points, prepared.size_value())
+    compiled, compile_s = compile_cached(batched, ("sweep", cache_key, names), *args)
+    (fitted, costs), run_s = run_timed(compiled, *args)
+    # each seed's model has its own ledger (its releases may differ: a schedule read off a
+    # released size); the grid point reports the seed that spent the most
+    every = [[ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i, j=j: a[i, j], costs),
+                        config) for j in range(len(seeds))]
+             for i, (g, config) in enumerate(zip(grid, configs, strict=True))]
+    if accountant is not None:
+        for point, row in zip(grid, every, strict=True):
+            for seed, ledger in zip(seeds, row, strict=True):
+                accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
+    ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
+    return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
+                 Timings(compile_s, run_s))
+
+
+def clear_caches() -> None:
+    """Drop every compiled fit and prediction program, dpjax's and JAX's. Each XLA CPU
+    executable holds memory mappings (code pages); a long process that compiles many distinct
+    shapes or configurations (a test suite, a large experiment) can otherwise reach the
+    kernel's limit (``vm.max_map_count``) and crash in the compiler. Later fits recompile."""
+    _preparation._COMPILED.clear()
+    for cached in (_model._jitted_proba, _model._jitted_decision, _model._jitted_predict,
+                   _model._jitted_sweep):
+        cached.cache_clear()
+    jax.clear_caches()

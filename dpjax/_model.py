@@ -1,0 +1,251 @@
+"""Fitted models: :class:`Model` (one fit) and :class:`Sweep` (a grid x seeds batch of fits),
+and model files (:meth:`Model.to_json`, :func:`load`).
+
+Prediction is the learner config's pure ``proba`` / ``predict``, jit-compiled once per config
+(the config is the cache key: configs that differ only in traced settings share the code).
+Generic over the registry: no learner is named here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax import _serialization
+from dpjax._keys import as_key
+from dpjax.data import FeatureSpec, encode, encode_labels
+from dpjax.learners import Learner, registrations
+from dpjax.privacy import Cost, LedgerEntry, PrivacyLedger
+from dpjax.trees.describe import normalised
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Seconds spent compiling (0 when the compiled program was cached) and running a fit."""
+
+    compile_s: float
+    run_s: float
+
+
+class _Configured:
+    """``method`` and ``hyperparams`` read off the learner ``config``."""
+
+    config: Learner
+
+    @property
+    def method(self) -> str:
+        return self.config.name
+
+    @property
+    def hyperparams(self) -> dict[str, Any]:
+        return self.config.hyperparams
+
+
+@dataclasses.dataclass(frozen=True)
+class Model(_Configured):
+    """A fitted dpjax model.
+
+    ``params`` is a pytree of the learner's params types (its registration lists them: a
+    :class:`~dpjax.trees.DenseTree` batch for the forests, a
+    :class:`~dpjax.ensembles.newton.NewtonBoostedModel` for ``boosted``, ...); ``config`` the
+    learner configuration that fitted it; :meth:`proba_function` gives the pure ``(params,
+    codes) -> [m, C]`` map to use inside ``jax.jit`` / ``vmap``; :meth:`encode` turns raw ``X``
+    into the codes it reads. ``privacy`` is the ledger of every release made from the training
+    data.
+    """
+
+    config: Learner
+    params: Any
+    spec: FeatureSpec
+    classes: tuple[Any, ...]
+    privacy: PrivacyLedger
+    timings: Timings
+
+    @property
+    def learner(self) -> Learner:
+        return self.config
+
+    def encode(self, X: Any) -> jax.Array:
+        """uint8 codes ``[m, n]`` of raw ``X`` under the model's public feature spec. Values
+        outside the declared bounds are clipped into them (unknown categories take the "other"
+        code) with a warning, whatever ``on_out_of_bounds`` the fit had: prediction releases
+        nothing about the training data."""
+        return jnp.asarray(encode(self.spec, X))
+
+    def proba_function(self) -> Callable[[Any, jax.Array], jax.Array]:
+        """Pure ``(params, codes) -> class scores [m, C]`` (jit/vmap/grad-friendly)."""
+        return self.config.proba
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class scores ``[m, C]`` (columns in the order of ``classes``)."""
+        return np.asarray(_jitted_proba(self.config)(self.params, self.encode(X)))
+
+    def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
+        """Predicted labels (values of ``classes``). Randomised rules need ``key``."""
+        if self.config.needs_predict_key and key is None:
+            raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
+                             "pass key=...")
+        index = _jitted_predict(self.config)(self.params, self.encode(X),
+                                             as_key(0 if key is None else key))
+        return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
+            np.asarray(self.classes).dtype)
+
+    def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
+        """Accuracy of :meth:`predict` on ``(X, y)``."""
+        predicted, labels = self.predict(X, key), np.asarray(y)
+        if labels.shape != predicted.shape:
+            raise ValueError(f"y must hold one label per row of X ({predicted.shape[0]}); got "
+                             f"shape {labels.shape}")
+        return float(np.mean(predicted == labels))
+
+    def describe(self) -> str:
+        """The fitted model as readable text: trees as nested rules with their released
+        leaves, boosted tables per feature, stumps as a weighted vote, rule lists as
+        ``if … then … else``."""
+        return self.config.describe(self.params, self.spec, self.classes) or ""
+
+    def feature_importances(self) -> np.ndarray:
+        """Importance of each feature ``[n_features]`` (summing to 1), read off the released
+        parameters alone: post-processing, no data, no budget (:mod:`dpjax.inspection`)."""
+        return normalised(self.config.importances(self.params, self.spec))
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The real-valued score ``[m]`` of a binary model (positive: ``classes[1]``), for the
+        learners that have one (:meth:`~dpjax.learner.Learner.decision`)."""
+        return np.asarray(_jitted_decision(self.config)(self.params, self.encode(X)))
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """The model as JSON (:func:`dpjax.load` reads it back; no pickle). The file holds only
+        what the model released and the public spec: the fit's timings are left out (a fit's
+        run time follows its rejection samplers, which read the data), so sharing the file
+        shares nothing the ledger does not account for."""
+        unreleased = dataclasses.replace(self, timings=Timings(math.nan, math.nan))
+        return _serialization.to_json(unreleased, model_types(), path)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def summary(self) -> str:
+        hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
+        described = self.describe()
+        return (f"dpjax {self.method} model ({hyper})\n"
+                f"  {self.spec.n_features} features, classes {list(self.classes)}\n"
+                f"  fit: compile {self.timings.compile_s:.3f}s, run {self.timings.run_s:.3f}s\n"
+                + "".join(f"  {line}\n" for line in (described or "").splitlines())
+                + "\n".join("  " + line for line in str(self.privacy).splitlines()))
+
+    def __repr__(self) -> str:
+        eps = "non-private" if not self.privacy.private else f"epsilon={self.privacy.epsilon:g}"
+        return f"<dpjax.Model {self.method} {eps} classes={list(self.classes)}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep(_Configured):
+    """Models fitted in one vmapped call over a grid of traced settings x seeds.
+
+    ``params`` has leading axes ``[len(grid), len(seeds)]``; ``grid[i]`` is the dict of traced
+    settings (``epsilon``, ...) of row ``i``, ``configs[i]`` its learner config and
+    ``ledgers[i]`` its privacy ledger.
+    """
+
+    configs: tuple[Learner, ...]
+    params: Any
+    grid: tuple[dict[str, float], ...]
+    seeds: tuple[int | None, ...]
+    spec: FeatureSpec
+    classes: tuple[Any, ...]
+    ledgers: tuple[PrivacyLedger, ...]
+    timings: Timings
+
+    @property
+    def config(self) -> Learner:
+        """The static configuration shared by every grid point."""
+        return self.configs[0]
+
+    def model(self, i: int, j: int = 0) -> Model:
+        """The model of grid point ``i`` and seed index ``j``."""
+        params = jax.tree.map(lambda a: a[i, j], self.params)
+        return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
+                     self.timings)
+
+    def _codes(self, X: Any) -> jax.Array:
+        return jnp.asarray(encode(self.spec, X))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
+        return np.asarray(_jitted_sweep(self.config, "proba")(self.params, self._codes(X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class indices ``[len(grid), len(seeds), m]`` of the deterministic prediction rule (one
+        compiled call; randomised rules are not supported here)."""
+        if self.config.needs_predict_key:
+            raise ValueError("Sweep.predict needs a deterministic prediction rule; use "
+                             "sweep.model(i, j).predict(X, key=...)")
+        return np.asarray(_jitted_sweep(self.config, "predict")(self.params, self._codes(X)))
+
+    def score(self, X: Any, y: Any) -> np.ndarray:
+        """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule."""
+        y_index, _, _ = encode_labels(y, self.classes)
+        predicted = self.predict(X)
+        if y_index.shape[0] != predicted.shape[-1]:
+            raise ValueError(f"y must hold one label per row of X ({predicted.shape[-1]}); got "
+                             f"{y_index.shape[0]}")
+        return (predicted == y_index).mean(-1)
+
+
+def model_types() -> dict[str, type]:
+    """The types a model file may hold, by ``module.Class`` name: the model, its spec, ledger
+    and timings, and every registered learner's config and params types."""
+    types = [Model, Timings, FeatureSpec, PrivacyLedger, LedgerEntry, Cost]
+    for entry in registrations():
+        types += [entry.config, *entry.params]
+    return {_serialization.type_name(cls): cls for cls in types}
+
+
+def load(source: str | os.PathLike) -> Model:
+    """The model written by :meth:`Model.to_json`: from a path, or from the JSON string itself.
+
+    Only dpjax's model types are rebuilt (:func:`model_types`), and the learner
+    configuration's checks run again. Arrays come back as JAX arrays (the model predicts as
+    before, bit for bit); its timings are NaN (not exported)."""
+    model = _serialization.from_json(source, model_types())
+    if not isinstance(model, Model):
+        raise ValueError("the file holds no dpjax model")
+    return dataclasses.replace(model, params=jax.tree.map(jnp.asarray, model.params))
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_proba(config: Learner) -> Callable[..., Any]:
+    return jax.jit(config.proba)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_decision(config: Learner) -> Callable[..., Any]:
+    return jax.jit(config.decision)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_predict(config: Learner) -> Callable[..., Any]:
+    return jax.jit(config.predict)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_sweep(config: Learner, rule: str) -> Callable[..., Any]:
+    """Scores (``rule="proba"``) or deterministic predictions (``"predict"``) of a ``[grid,
+    seeds]`` batch of models: ``lax.map`` over grid points (bounded memory), ``vmap`` over
+    seeds."""
+    if rule == "proba":
+        one = config.proba
+    else:
+        def one(params: Any, codes: jax.Array) -> jax.Array:
+            return config.predict(params, codes, None)
+    per_point = jax.vmap(one, in_axes=(0, None))
+    return jax.jit(lambda params, codes: jax.lax.map(lambda p: per_point(p, codes), params))

@@ -1,0 +1,276 @@
+"""From user inputs to a compiled fit: checks, the public feature spec and codes, the public
+limits (rows, memory) checked before any compile, the compile cache, and the ledger assembled
+from the costs a fit returns (``docs/design.md``, "Data flow"). Generic over the registry: no
+learner is named here.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax import compilation_cache
+from dpjax._keys import grid_keys
+from dpjax.data import FeatureSpec, encode, encode_labels, make_feature_spec
+from dpjax.data.binning import as_table
+from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
+from dpjax.privacy import (
+    SENSITIVITY,
+    LedgerEntry,
+    PrivacyLedger,
+    check_delta,
+    check_epsilon,
+    check_neighbouring,
+    fixed_point,
+)
+
+_COMPILED: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+COMPILE_CACHE_SIZE = 32
+"""Compiled fits kept (least recently used dropped): each holds JIT code pages, and a process
+that fits thousands of shapes would otherwise run out of memory mappings."""
+
+
+def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any) -> tuple[Any, float]:
+    """Ahead-of-time compile ``fn`` for ``args`` (LRU-cached), returning the executable and
+    the seconds spent compiling. The first compile turns on the persistent compilation cache
+    (:func:`dpjax.compilation_cache.enable_default`: nothing happens at import)."""
+    shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a),
+                                     str(getattr(a, "sharding", None))), args)
+    full_key = (cache_key, str(shapes))
+    if full_key in _COMPILED:
+        _COMPILED.move_to_end(full_key)
+        return _COMPILED[full_key], 0.0
+    compilation_cache.enable_default()
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    _COMPILED[full_key] = compiled
+    while len(_COMPILED) > COMPILE_CACHE_SIZE:
+        _COMPILED.popitem(last=False)
+    return compiled, time.perf_counter() - start
+
+
+def run_timed(compiled: Any, *args: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return out, time.perf_counter() - start
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A checked fit request: the learner config, the public spec and codes, the starting
+    ledger and the public size."""
+
+    config: Learner
+    spec: FeatureSpec
+    classes: tuple[Any, ...]
+    codes: jax.Array
+    y: jax.Array
+    ledger: PrivacyLedger
+    sensitivity: float
+    size: float | None
+    """The public sample size: declared, or the row count under replace-one (where it is
+    public); ``None`` when the row count is private (add/remove, none declared)."""
+    weights: jax.Array | None = None
+    """Record weights float32 ``[m]`` in ``[0, 1]`` (``sample_weight``), or ``None``."""
+
+    def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
+        """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
+        costs)`` (``epsilon`` ignored when not ``private``; ``traced`` maps the config's traced
+        hyper-parameters to arrays; ``size`` the public size, ignored when the learner must
+        release a noisy count; ``structure_key`` the key of data-independent structure, or
+        ``None``; ``weights`` the record weights or ``None``) and its compile-cache key: the
+        config (equal configs compile to the same program), the data's static facts and the
+        privacy mode."""
+        config, release_size = self.config, private and self.size is None
+        n_codes, n_classes = self.spec.n_codes, len(self.classes)
+
+        def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
+               traced: dict[str, jax.Array], size: jax.Array,
+               structure_key: jax.Array | None, weights: jax.Array | None = None) -> Any:
+            context = FitContext(n_codes, n_classes, self.sensitivity,
+                                 size if private and not release_size else None, structure_key,
+                                 self.ledger.requested_delta, weights)
+            return config.fit(key, codes, y, epsilon if private else None, context, **traced)
+
+        return fn, (config, tuple(np.asarray(n_codes).tolist()), n_classes, self.sensitivity,
+                    private, release_size, self.ledger.requested_delta)
+
+    def size_value(self) -> jax.Array:
+        """The public size as a traced float32 argument (0 when there is none)."""
+        return jnp.float32(self.size or 0.0)
+
+    def traced_values(self, config: Learner | None = None) -> dict[str, jax.Array]:
+        """The traced hyper-parameters of ``config`` (default: the prepared one) as float32
+        arrays (``alpha="oc"`` becomes its numeric code)."""
+        config = config or self.config
+        return {n: jnp.asarray(config.encode_traced(n), jnp.float32)
+                for n in config.traced_names()}
+
+
+def _check_public_size(public_size: Any) -> int | None:
+    if public_size is None:
+        return None
+    if isinstance(public_size, bool) or not isinstance(public_size, (int, np.integer)) or (
+            public_size < 1):
+        raise ValueError(f"public_size must be a positive integer or None, got {public_size!r}")
+    return int(public_size)
+
+
+def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Array | None:
+    """``sample_weight`` as float32 ``[m]`` in ``[0, 1]`` (``None`` stays ``None``); errors
+    name the argument and print no weight."""
+    if sample_weight is None:
+        return None
+    if not config.takes_weights:
+        takers = sorted(name for name, cls in LEARNERS.items() if cls.takes_weights)
+        raise ValueError(f"sample_weight is not supported by {config.name}: its privacy "
+                         f"analysis counts every record once (learners that take weights in "
+                         f"[0, 1]: {', '.join(takers)})")
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (m,):
+        raise ValueError(f"sample_weight must hold one weight per row ({m}); got shape "
+                         f"{weights.shape}")
+    if not np.isfinite(weights).all() or (weights < 0).any() or (weights > 1).any():
+        raise ValueError("sample_weight must be finite and in [0, 1] (a weight above 1 would "
+                         "raise the sensitivity of the learner's counts)")
+    return jnp.asarray(weights, jnp.float32)
+
+
+def prepare(
+    X: Any, y: Any, *, method: str | Learner, epsilon: float | None, bounds: Any,
+    classes: Any, n_bins: int, missing: Any, on_out_of_bounds: str, neighbouring: str,
+    params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
+    sample_weight: Any = None,
+) -> Prepared:
+    """Check every argument (errors name the argument and print no data), build the public
+    feature spec and the codes, and start the ledger."""
+    config = get_learner(method, params)
+    neighbouring = check_neighbouring(neighbouring)
+    public_size = _check_public_size(public_size)
+    delta = check_delta(delta)
+    table = as_table(X)
+    y_index, classes, classes_from_data = encode_labels(y, classes, private=epsilon is not None)
+    if config.binary and len(classes) != 2:
+        raise ValueError(f"Only binary classification is supported: {config.name} is a binary "
+                         f"classifier; got {len(classes)} classes")
+    if len(y_index) != table.shape[0]:
+        raise ValueError(f"X has {table.shape[0]} rows but y has {len(y_index)} labels")
+    spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
+                             private=epsilon is not None)
+    codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
+    weights = _check_sample_weight(sample_weight, config, codes.shape[0])
+    check_limits(config, codes.shape, int(spec.max_codes), len(classes), batch,
+                 private=epsilon is not None, weighted=weights is not None)
+    config.check_request(epsilon is not None, delta)
+    ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
+                           requested_delta=delta)
+    if spec.from_data:
+        ledger = ledger.record(LedgerEntry(
+            what=f"bounds/categories of {len(spec.from_data)} column(s) from the data",
+            mechanism="none", epsilon=0.0, private=False))
+    if classes_from_data:
+        ledger = ledger.record(LedgerEntry(what="class list read off the labels",
+                                           mechanism="none", epsilon=0.0, private=False))
+    if public_size is None and neighbouring == "replace_one":
+        public_size = codes.shape[0]      # neighbours have the same size: it is public
+    return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
+                    SENSITIVITY[neighbouring],
+                    None if public_size is None else float(public_size), weights)
+
+
+def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,
+              config: Learner | None = None) -> PrivacyLedger:
+    """The model's ledger: the preparation's entries, then one per cost the fit returned (what
+    its mechanisms spent), then the configuration's non-private parts."""
+    if epsilon is None:
+        return prepared.ledger
+    config = config or prepared.config
+    ledger = dataclasses.replace(prepared.ledger, requested_epsilon=epsilon,
+                                 composition=config.composition).with_costs(costs)
+    for what in config.not_private():
+        ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,
+                                           private=False))
+    if ledger.private and (ledger.epsilon > epsilon or ledger.delta > ledger.requested_delta):
+        raise RuntimeError(f"internal error: the {config.name} fit spent "
+                           f"(epsilon, delta) = ({ledger.epsilon!r}, {ledger.delta!r}) > "
+                           f"({epsilon!r}, {ledger.requested_delta!r}) requested")
+    return ledger
+
+
+MEMORY_FRACTION = 0.5
+
+
+def memory_limit() -> float:
+    """Bytes one fit may plan to use: ``$DPJAX_MEMORY_LIMIT_GB`` if set, else half of the
+    accelerator's memory (or of the host's physical memory on CPU)."""
+    configured = os.environ.get("DPJAX_MEMORY_LIMIT_GB")
+    if configured:
+        return float(configured) * 2**30
+    stats = jax.devices()[0].memory_stats() or {}
+    if "bytes_limit" in stats:
+        return MEMORY_FRACTION * stats["bytes_limit"]
+    return MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_classes: int,
+                 batch: int, *, private: bool, weighted: bool = False) -> None:
+    """Refuse (with a clear error naming the sizes) a fit beyond a public limit, before any
+    compile: more rows than the learner's exact statistics take
+    (:meth:`~dpjax.learner.Learner.row_limit`; weighted counts: the fixed-point limit,
+    :data:`dpjax.privacy.fixed_point.MAX_ROWS`), or arrays that would not fit in memory
+    (instead of an out-of-memory kill). Reads only shapes and hyper-parameters."""
+    limits = [(config.row_limit(private), f"{config.name} fits at most {{}} rows (its exact "
+               "statistics are int32 sums); subsample the data")]
+    if weighted:
+        limits.append((fixed_point.MAX_ROWS, "sample_weight takes at most {} rows (exact "
+                       "fixed-point weighted counts)"))
+    for limit, message in limits:
+        if limit is not None and shape[0] > limit:
+            raise ValueError(message.format(limit))
+    need = batch * config.footprint(shape[0], shape[1], max_codes, n_classes)
+    limit = memory_limit()
+    if need > limit:
+        params = config.hyperparams
+        sizes = ", ".join(f"{k}={params[k]}" for k in ("n_trees", "depth", "n_rounds")
+                          if k in params)
+        raise ValueError(
+            f"{config.name} with {sizes} on {shape[0]} x {shape[1]} codes"
+            + (f" ({batch} models at once)" if batch > 1 else "")
+            + f" needs about {need / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB "
+            "allowed: use fewer or shallower trees (or fewer grid points / a smaller audit "
+            "chunk), or raise the limit with DPJAX_MEMORY_LIMIT_GB")
+
+
+def check_budgets(epsilon: Any) -> list[float]:
+    """One budget or a flat, non-empty sequence of budgets, each checked."""
+    values = np.asarray(epsilon, dtype=object)
+    if values.ndim > 1 or values.size == 0:
+        raise ValueError(f"epsilon must be one budget or a non-empty flat sequence of budgets; "
+                         f"got {epsilon!r}")
+    return [check_epsilon(e) for e in values.reshape(-1)]
+
+
+def fit_grid(fn: Callable[..., Any], traced: tuple[str, ...], key: jax.Array,
+              codes: jax.Array, y: jax.Array, points: dict[str, jax.Array],
+              size: jax.Array, by_map: bool = False) -> Any:
+    """``(params, costs)`` of every grid point of one seed key, stacked on a leading axis:
+    each point has its own noise key and all share the data-independent structure key
+    (:func:`grid_keys`). The points are vmapped, or fitted one after the other with
+    ``by_map`` (:attr:`dpjax.learners.Learner.sweep_by_map`)."""
+    structure_key, point_keys = grid_keys(key, points["epsilon"].shape[0])
+
+    def fit_point(point_key: jax.Array, point: dict[str, jax.Array]) -> Any:
+        return fn(point_key, codes, y, point["epsilon"], {n: point[n] for n in traced}, size,
+                  structure_key)
+
+    if by_map:
+        return jax.lax.map(lambda args: fit_point(*args), (point_keys, points))
+    return jax.vmap(fit_point)(point_keys, points)

@@ -1,0 +1,126 @@
+"""Private Newton boosting, the default ``boosted`` learner: its config, fitted by
+:func:`dpjax.ensembles.newton.boosting.fit`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from dpjax.data.describe import code_label
+from dpjax.ensembles.newton import boosting
+from dpjax.ensembles.newton.boosting import NOISES, SHAPES, max_rounds
+from dpjax.ensembles.newton.model import (
+    NewtonBoostedModel,
+    newton_decision,
+    newton_predict,
+    newton_proba,
+)
+from dpjax.learner import (
+    FitContext,
+    Learner,
+    choice,
+    hyper,
+    positive_float,
+    positive_int,
+    register,
+    traced,
+    unit_interval,
+)
+from dpjax.privacy import fixed_point
+from dpjax.trees.dense import MAX_DEPTH, DenseTree
+from dpjax.trees.describe import describe_dense_trees, tree_importances, values_text
+
+
+@register(params=(NewtonBoostedModel, DenseTree), estimator="DPBoostedTreesClassifier")
+@dataclasses.dataclass(frozen=True)
+class Boosted(Learner):
+    """Private Newton boosting of the logistic loss (binary labels): a released prior, then
+    rounds of cells (``shape="cyclic"``: one feature's codes per round, features cycled, as
+    DP-EBM; ``"random"``: the leaves of a random-structure tree; ``"auto"``, the default: the
+    cyclic shape unless its public schedule cannot afford one pass over the features) whose
+    noisy gradient/hessian sums give shrunk Newton moves. ``learning_rate`` and
+    ``regularisation`` are traced (sweepable); the number of rounds is a public function of
+    ``ε``, the feature count and the released size
+    (:func:`dpjax.ensembles.newton.boosting.active_rounds`, with the traced ``min_signal``).
+    ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
+    size the random shape's trees. With ``delta > 0`` the releases are also composed in zCDP;
+    ``noise="gaussian"`` (``delta > 0``) draws discrete Gaussian noise instead of Laplace,
+    ``ρ`` per release (:mod:`dpjax.ensembles.newton.boosting`)."""
+
+    name: ClassVar[str] = "boosted"
+    binary: ClassVar[bool] = True
+    sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
+    shape: str = hyper("auto", choice(*SHAPES))
+    n_trees: int = hyper(20, positive_int(1024))
+    depth: int = hyper(4, positive_int(MAX_DEPTH))
+    learning_rate: float = traced(1.0, positive_float)
+    regularisation: float = traced(1.0, positive_float)
+    min_signal: float = traced(4.0, positive_float)
+    prior_share: float = hyper(0.1, unit_interval(open_high=True))
+    noise: str = hyper("laplace", choice(*NOISES))
+
+    @property
+    def composition(self) -> str:
+        return "zcdp"
+
+    def check_request(self, private: bool, delta: float) -> None:
+        if private and self.noise == "gaussian" and delta <= 0.0:
+            raise ValueError("noise='gaussian' composes in zCDP and needs delta > 0 (e.g. "
+                             "delta=1e-6); with delta=0 use noise='laplace'")
+
+    def row_limit(self, private: bool) -> int | None:
+        """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`)."""
+        return fixed_point.MAX_ROWS if private else None
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
+        return boosting.fit(self, key, codes, y, epsilon, context, **traced)
+
+    def decision(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+        """``F(x)``, the log-odds of the second class."""
+        return newton_decision(params, codes)
+
+    def dense_trees(self, params: NewtonBoostedModel) -> DenseTree:
+        return params.trees
+
+    def proba(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
+        return newton_proba(params, codes)
+
+    def predict(self, params: NewtonBoostedModel, codes: jax.Array,
+                key: jax.Array | None) -> jax.Array:
+        return newton_predict(params, codes)
+
+    def describe(self, params: NewtonBoostedModel, spec: Any, classes: tuple) -> str:
+        """``F(x)``, the log-odds of ``classes[1]``: the released prior, each feature's moves
+        per code (cyclic rounds) and the random trees' leaf moves."""
+        lines = [f"log-odds of {classes[1]}: F(x) = {float(params.prior):+.4g} (prior)"]
+        table = np.asarray(params.table)
+        for f in np.flatnonzero(np.abs(table).sum(1) > 0).tolist():
+            name = spec.names[f]
+            moves = ", ".join(
+                f"{code_label(spec, f, c).removeprefix(f'{name} in ').removeprefix(name + ' ')}"
+                f" {table[f, c]:+.3g}" for c in range(int(spec.n_codes[f])))
+            lines.append(f"  + {spec.names[f]}: {moves}")
+        leaf = np.asarray(params.trees.leaf)
+        if np.any(leaf != 0):
+            lines.append(describe_dense_trees(
+                np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
+                lambda t, a, b: values_text(leaf[t, a:b]),
+                title=f"  + {leaf.shape[0]} trees of depth {self.depth} (leaf moves):"))
+        return "\n".join(lines)
+
+    def importances(self, params: NewtonBoostedModel, spec: Any) -> np.ndarray:
+        table = np.asarray(params.table, np.float64)
+        spread = np.asarray([np.ptp(table[f, :int(n)]) if n else 0.0
+                             for f, n in enumerate(spec.n_values)])
+        return spread + tree_importances(params.trees.feature, params.trees.leaf,
+                                         spec.n_features)
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """The codes and per-record statistics, the rounds' moves and the random trees."""
+        rounds = max_rounds(n, self.shape, self.n_trees)
+        cells = max(max_codes, 2**self.depth)
+        return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)

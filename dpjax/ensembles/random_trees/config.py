@@ -1,0 +1,107 @@
+"""Forest learners: random trees (Bojarski et al.) and the RF-L / RF-E baselines of Nock &
+Henecka (§6.5), all fitted by :func:`dpjax.ensembles.random_trees.forest.fit`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from dpjax.ensembles.random_trees import forest
+from dpjax.ensembles.random_trees.forest import (
+    FOREST_COMPOSITIONS,
+    LEAF_ESTIMATES,
+    VOTING,
+    forest_predict,
+    forest_proba,
+)
+from dpjax.learner import FitContext, Learner, choice, hyper, positive_int, register
+from dpjax.mechanisms.exact import LANE_BYTES
+from dpjax.trees.dense import MAX_DEPTH, DenseTree
+from dpjax.trees.describe import class_scores_text, describe_dense_trees, tree_importances
+from dpjax.trees.grow import THRESHOLD_RANGES
+
+
+@dataclasses.dataclass(frozen=True)
+class Forest(Learner):
+    """Shared fields and rules of the forests (random structures, noisy leaf statistics)."""
+
+    n_trees: int = hyper(11, positive_int())
+    depth: int = hyper(12, positive_int(MAX_DEPTH))
+    voting: str = hyper("threshold", choice(*VOTING))
+    noise: str = hyper("laplace", choice("laplace"))
+    leaf_estimate: str = hyper("smoothed", choice(*LEAF_ESTIMATES))
+    leaf_composition: str = hyper("tree", choice(*FOREST_COMPOSITIONS))
+    threshold_range: str = hyper("global", choice(*THRESHOLD_RANGES))
+    takes_weights: ClassVar[bool] = True
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[DenseTree, Any]:
+        return forest.fit(self, key, codes, y, epsilon, context)
+
+    def proba(self, params: DenseTree, codes: jax.Array) -> jax.Array:
+        return forest_proba(params, codes, self.voting)
+
+    def predict(self, params: DenseTree, codes: jax.Array, key: jax.Array | None) -> jax.Array:
+        return forest_predict(params, codes, self.voting, key)
+
+    @property
+    def needs_predict_key(self) -> bool:
+        return self.voting == "probabilistic"
+
+    def dense_trees(self, params: DenseTree) -> DenseTree:
+        return params
+
+    def describe(self, params: DenseTree, spec: Any, classes: tuple) -> str:
+        """The trees as nested rules, leaves with their released class scores."""
+        leaf = np.asarray(params.leaf)
+        return describe_dense_trees(
+            np.asarray(params.feature), np.asarray(params.threshold), spec,
+            lambda t, a, b: class_scores_text(leaf[t, a:b], classes),
+            title=f"{self.voting} vote of {leaf.shape[0]} random trees of depth {self.depth} "
+                  "(released leaf class scores):")
+
+    def importances(self, params: DenseTree, spec: Any) -> np.ndarray:
+        return tree_importances(params.feature, params.leaf, spec.n_features)
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """Routing every row through every tree (int32 leaves and temporaries) and the noisy
+        leaf counts (a sampler lane each)."""
+        leaves = 2**self.depth
+        return 16.0 * self.n_trees * m + float(LANE_BYTES) * self.n_trees * leaves * n_classes
+
+
+@register(params=(DenseTree,), estimator="DPRandomTreesClassifier")
+@dataclasses.dataclass(frozen=True)
+class RandomTrees(Forest):
+    """Bojarski et al.'s DP random decision trees: random structures, noisy leaf class counts
+    (exact discrete Laplace, one release per tree), smoothed leaf estimates, threshold
+    averaging."""
+
+    name: ClassVar[str] = "random_trees"
+
+
+@register(params=(DenseTree,), estimator="DPRandomForestLaplaceClassifier")
+@dataclasses.dataclass(frozen=True)
+class RFLaplace(Forest):
+    """RF-L (Nock & Henecka §6.5): 21 random trees, each leaf's label the argmax of its
+    Laplace-noised counts (budget ``ε/(T·2^d)`` per leaf), majority vote."""
+
+    name: ClassVar[str] = "rf_laplace"
+    n_trees: int = hyper(21, positive_int())
+    depth: int = hyper(4, positive_int(MAX_DEPTH))
+    voting: str = hyper("majority", choice(*VOTING))
+    leaf_estimate: str = hyper("label", choice(*LEAF_ESTIMATES))
+    leaf_composition: str = hyper("leaf", choice(*FOREST_COMPOSITIONS))
+
+
+@register(params=(DenseTree,), estimator="DPRandomForestExponentialClassifier")
+@dataclasses.dataclass(frozen=True)
+class RFExponential(RFLaplace):
+    """RF-E (Nock & Henecka §6.5): as RF-L, each leaf's label drawn by the exponential-mechanism
+    family (permute-and-flip) on its counts."""
+
+    name: ClassVar[str] = "rf_exponential"
+    noise: str = hyper("exponential", choice("exponential"))

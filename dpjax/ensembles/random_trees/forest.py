@@ -1,0 +1,287 @@
+"""(Differentially private) completely random decision-tree forests — Bojarski, Choromanska,
+Choromanski & LeCun (2014); spec ``docs/specs/dp-random-decision-trees.md``.
+
+The structure of each of the ``k`` trees comes from the key alone (spec §1.2); only the leaf
+class counts touch the data. Under DP every counter of every leaf (empty ones included) gets
+Laplace noise of scale ``k * Delta / eps`` (Algorithm 2, §3.1: the paper's ``g(eta/k)``, where
+the paper's privacy budget ``eta`` is our ``epsilon``) — exact discrete Laplace noise, since the
+counts are integers (:func:`dpjax.mechanisms.laplace_mechanism`); ``Delta = 1`` for
+add/remove-one neighbours and 2 for replace-one (A2). Each tree's count vector is one
+``eps/k``-DP release, so the forest is ``eps``-DP by sequential composition (§3.2).
+
+Multi-class is the spec's A11 extension: ``C`` counters per leaf, each noised the same way, the
+leaf distribution ``theta`` their normalisation, a uniform Dirichlet(1) draw as the fallback
+(for ``C = 2`` exactly the binary algorithm's ``theta ~ U[0, 1]``).
+
+The same function fits the RF-L / RF-E baselines of Nock & Henecka (spec
+``docs/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
+(``leaf_composition="leaf"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the
+leaves"), with the Laplace mechanism and the noisy argmax as the leaf label (RF-L,
+``leaf_estimate="label"``) or a private selection on the counts (RF-E, ``noise="exponential"``,
+utility sensitivity 1; permute-and-flip, which has the exponential mechanism's guarantee), and
+the forest takes the majority vote.
+
+:func:`fit` is the composition of pure stages, public so that experiments build on them
+instead of copying them: :func:`forest_structures` (from the key alone),
+:func:`forest_leaf_index` and :func:`leaf_class_counts` (the only data access),
+:func:`release_counts` (the one private release, at :func:`leaf_epsilon`),
+:func:`leaf_estimates` (post-processing, :func:`leaf_distribution`), and :func:`vote` (behind
+:func:`forest_proba` / :func:`forest_predict`), which can count only the first ``n_active``
+trees of a nested forest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
+
+from dpjax.learner import FitContext
+from dpjax.mechanisms import laplace_mechanism, permute_and_flip
+from dpjax.privacy import Cost, fixed_point, parallel
+from dpjax.privacy.composition import share
+from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
+
+if TYPE_CHECKING:
+    from dpjax.ensembles.random_trees.config import Forest
+
+VOTING = ("majority", "threshold", "probabilistic")
+NOISE = ("laplace", "exponential")
+LEAF_ESTIMATES = ("smoothed", "paper", "label")
+FOREST_COMPOSITIONS = ("tree", "leaf")
+COSTS = {"laplace": "leaf class counts", "exponential": "leaf labels"}
+"""The name of each noise's release in the costs of :func:`fit`."""
+
+
+def tree_keys(key: jax.Array, n_trees: int) -> jax.Array:
+    """Structure keys of trees ``0..n_trees-1``: ``fold_in(key, i)``, so the first ``k`` trees
+    of a larger forest are exactly the trees of a ``k``-tree forest (nested forests)."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_trees))
+
+
+def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str) -> jax.Array:
+    """Leaf class distributions ``theta [..., C]`` from (noisy) counts ``[..., C]``.
+
+    ``"paper"`` (Algorithm 2 step 3, A8, A9, A11): ``theta = counts / sum(counts)``, except where
+    a count is negative or all are zero: there ``theta`` is a fresh uniform draw on the simplex.
+
+    ``"label"`` (RF-L, Nock & Henecka §6.5): the one-hot of the (noisy) counts' argmax, ties to
+    the lower class.
+
+    ``"smoothed"`` [not in paper; A9's flagged alternative]: ``theta = (max(counts, 0) + 1) /
+    sum(max(counts, 0) + 1)``, the add-one (Laplace-rule) estimate of the clamped counts. Both are
+    post-processing of the same noisy counts, so the privacy guarantee is identical; smoothing
+    stops empty and noise-dominated leaves from voting with a random ``theta``, which lifts
+    accuracy a lot at small budgets (banknote, eps = 1: ~0.96 vs ~0.89, see the issue note).
+    """
+    if estimate == "label":
+        return jax.nn.one_hot(counts.argmax(-1), counts.shape[-1], dtype=counts.dtype)
+    if estimate == "smoothed":
+        clamped = jnp.maximum(counts, 0.0) + 1.0
+        return clamped / clamped.sum(-1, keepdims=True)
+    fallback = fallback_leaves(counts)
+    uniform = jax.random.exponential(key, counts.shape)
+    uniform = uniform / uniform.sum(-1, keepdims=True)
+    total = jnp.where(fallback, 1.0, counts.sum(-1))
+    return jnp.where(fallback[..., None], uniform, counts / total[..., None])
+
+
+def fallback_leaves(counts: jax.Array) -> jax.Array:
+    """Where the ``"paper"`` estimate of :func:`leaf_distribution` falls back to a uniform draw:
+    bool ``[...]`` of counts ``[..., C]`` with a negative count or all counts zero."""
+    return (counts < 0).any(-1) | (counts == 0).all(-1)
+
+
+def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str) -> jax.Array:
+    """Budget of one released count vector, rounded down: a whole tree's (``eps / k``, ``"tree"``,
+    the tree's leaves are disjoint and released as one vector) or one leaf's (``eps / (k *
+    2^d)``, ``"leaf"``)."""
+    return share(epsilon, 1.0, n_trees * (2**depth if composition == "leaf" else 1))
+
+
+def forest_structures(
+    key: jax.Array,
+    n_trees: int,
+    depth: int,
+    n_codes_per_feature: jax.Array,
+    threshold_range: str,
+) -> tuple[jax.Array, jax.Array]:
+    """The forest's data-independent structures (spec §1.2): split arrays ``(feature,
+    threshold)``, int32 ``[n_trees, 2**depth - 1]``, tree ``i`` drawn by
+    :func:`dpjax.trees.random_splits` from ``tree_keys(key, n_trees)[i]`` -- so the first ``k``
+    trees drawn from a key are the ``k``-tree forest of that key."""
+    return jax.vmap(random_splits, in_axes=(0, None, None, None))(
+        tree_keys(key, n_trees), depth, n_codes_per_feature, threshold_range)
+
+
+def forest_leaf_index(feature: jax.Array, threshold: jax.Array, codes: jax.Array) -> jax.Array:
+    """Leaf reached by each row of ``codes`` (uint8 ``[m, n]``) in every tree of split arrays
+    ``[n_trees, 2**d - 1]``: int32 ``[n_trees, m]``."""
+    return jax.vmap(leaf_index, in_axes=(0, 0, None))(feature, threshold, codes)
+
+
+def weight_units(weights: jax.Array) -> jax.Array:
+    """Record weights in ``[0, 1]`` as int32 fixed-point units
+    (:func:`dpjax.privacy.fixed_point.to_units`, rounded down, so a record never counts more
+    than its weight): exact int32 sums of up to :data:`dpjax.privacy.fixed_point.MAX_ROWS`
+    rows."""
+    return fixed_point.to_units(jnp.clip(weights, 0.0, 1.0))
+
+
+def leaf_class_counts(leaves: jax.Array, y: jax.Array, n_classes: int, n_leaves: int,
+                      weights: jax.Array | None = None) -> jax.Array:
+    """Exact class counts, int32 ``[n_trees, n_leaves, n_classes]``, of the rows with labels
+    ``y`` (int ``[m]``) that reach ``leaves`` (``[n_trees, m]``, :func:`forest_leaf_index`):
+    records, or with ``weights`` (float ``[m]`` in ``[0, 1]``) their weights in fixed-point
+    units (:func:`weight_units`). The forest's only statistic of the data (the
+    sensitive input of :func:`release_counts`)."""
+    onehot = jax.nn.one_hot(y, n_classes, dtype=jnp.int32)     # int32: exact counts
+    if weights is not None:
+        onehot = onehot * weight_units(weights)[:, None]
+    return jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, n_leaves)
+
+
+def release_counts(
+    key: jax.Array,
+    counts: jax.Array,
+    epsilon_each: jax.Array,
+    *,
+    sensitivity: float,
+    noise: str,
+    leaf_composition: str,
+    unit: int = 1,
+) -> tuple[jax.Array, Cost]:
+    """The forest's private release of its leaf counts ``[n_trees, L, C]`` (int32).
+
+    Args:
+      key: PRNG key of this release (never shared with another one).
+      counts: exact counts of :func:`leaf_class_counts`.
+      epsilon_each: budget of one released vector, traced (:func:`leaf_epsilon`: a tree's
+        counts for ``leaf_composition="tree"``, a leaf's for ``"leaf"``).
+      sensitivity: L1 sensitivity of one tree's counts (1 add/remove, 2 replace-one).
+      noise: ``"laplace"``: exact discrete Laplace noise on every counter (empty leaves
+        included); ``"exponential"``: each leaf's label selected by permute-and-flip on its
+        counts (utility sensitivity 1).
+      unit: ``counts`` are in units of ``1/unit`` of a record (weighted counts): one record
+        moves a counter by at most ``unit``, and the released counts are divided by it.
+
+    Returns:
+      ``(release, cost)``: noisy counts float32 ``[n_trees, L, C]`` (Laplace) or labels int32
+      ``[n_trees, L]`` (exponential), and the cost of each released vector, ``[n_trees]``
+      (``"tree"``) or ``[n_trees, L]`` (``"leaf"``).
+    """
+    if noise not in NOISE:
+        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+    per_leaf = leaf_composition == "leaf"
+    if noise == "exponential":
+        # One example moves each class's count of a leaf by at most 1 under either relation; a
+        # replaced example can touch two leaves of a tree, which share the tree's budget then.
+        touched = 1 if per_leaf else int(sensitivity)
+        label, cost = permute_and_flip(key, counts, float(unit), epsilon_each / touched,
+                                       label="sens. 1")
+        return label, (cost if per_leaf else parallel(cost, touched=touched))
+    noisy, cost = laplace_mechanism(key, counts, sensitivity * unit, epsilon_each,
+                                    integer=True, event_ndim=1 if per_leaf else 2,
+                                    label=f"L1 sens. {sensitivity:g}")
+    return (noisy if unit == 1 else noisy / unit), cost
+
+
+def leaf_estimates(key: jax.Array, release: jax.Array, n_classes: int, *,
+                   noise: str, estimate: str) -> jax.Array:
+    """Leaf class distributions ``theta [n_trees, L, C]`` from a :func:`release_counts` release
+    (post-processing): the one-hot of the released labels (``"exponential"``) or
+    :func:`leaf_distribution` of the noisy counts, ``key`` seeding its fallback draws."""
+    if noise == "exponential":
+        return jax.nn.one_hot(release, n_classes, dtype=jnp.float32)
+    return leaf_distribution(key, release, estimate)
+
+
+def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
+        epsilon: jax.Array | None, context: FitContext) -> tuple[DenseTree, dict[str, Cost]]:
+    """Fit a forest of ``config.n_trees`` random trees of height ``config.depth`` (spec
+    Algorithms 1 and 2; the config's fields are documented on
+    :class:`~dpjax.ensembles.random_trees.Forest`).
+
+    Args:
+      config: the forest's configuration (:class:`~dpjax.ensembles.random_trees.RandomTrees`,
+        ``RFLaplace``, ``RFExponential``).
+      key: PRNG key of the releases (noise and fallback draws use independent subkeys).
+      codes: uint8 ``[m, n]``; y: int32 ``[m]`` class indices.
+      epsilon: total budget (the paper's ``eta``), traced; ``None`` fits without noise.
+      context: the codes per feature, the classes, the count sensitivity (1 add/remove, 2
+        replace-one), the ``structure_key`` of the data-independent tree structures (default:
+        derived from ``key``; structures read no data, so models that differ only in their
+        budget may share them, as a sweep does, while every release keeps its own noise), and
+        the record ``weights`` (float ``[m]`` in ``[0, 1]``, or ``None``: every record counts
+        1; a record still moves each counter by at most 1, so the sensitivities and the budget
+        are unchanged; the counts are exact fixed point, :func:`weight_units`).
+
+    Returns:
+      ``(forest, costs)``: a batched :class:`DenseTree` with ``[n_trees]`` leading axis and
+      leaf ``theta [n_trees, 2**depth, n_classes]``, and ``{COSTS[noise]: cost}`` (``"leaf
+      class counts"`` or ``"leaf labels"``) with one cost per released vector (``[n_trees]``
+      or ``[n_trees, 2**depth]``, :func:`release_counts`; empty without DP).
+    """
+    n_trees, depth, n_classes = config.n_trees, config.depth, context.n_classes
+    k_structure, k_noise, k_fallback = jax.random.split(key, 3)
+    if context.structure_key is not None:
+        k_structure = context.structure_key
+    feature, threshold = forest_structures(k_structure, n_trees, depth,
+                                           context.n_codes_per_feature, config.threshold_range)
+    counts = leaf_class_counts(forest_leaf_index(feature, threshold, codes), y, n_classes,
+                               2**depth, context.weights)
+    unit = 1 if context.weights is None else fixed_point.UNIT
+    if epsilon is None:
+        leaf = leaf_distribution(k_fallback, counts.astype(jnp.float32) / unit,
+                                 config.leaf_estimate)
+        return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {}
+    release, cost = release_counts(
+        k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, config.leaf_composition),
+        sensitivity=context.sensitivity, noise=config.noise,
+        leaf_composition=config.leaf_composition, unit=unit)
+    leaf = leaf_estimates(k_fallback, release, n_classes, noise=config.noise,
+                          estimate=config.leaf_estimate)
+    return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {COSTS[config.noise]: cost}
+
+
+def vote(theta: jax.Array, voting: str, n_active: jax.Array | int | None = None) -> jax.Array:
+    """Class scores ``[m, C]`` from the leaf distributions ``theta [n_trees, m, C]`` that the
+    rows reach in each tree (spec §2).
+
+    ``majority``: fraction of trees voting each class (a tree votes its leaf's argmax; ties go
+    to the lower class index, i.e. ``+`` iff ``theta > 1/2``, A6). ``threshold`` and
+    ``probabilistic``: the mean leaf distribution ``theta^d``. ``n_active`` (traced allowed):
+    only the first ``n_active`` trees vote (default: all) -- with nested structures
+    (:func:`forest_structures`) the votes of the first ``k`` trees of one forest, so a single
+    forest serves every forest size ``k`` (the leaf estimates of those ``k`` trees given).
+    """
+    if voting == "majority":
+        theta = jax.nn.one_hot(theta.argmax(-1), theta.shape[-1])
+    if n_active is None:
+        return theta.mean(0)
+    n_active = jnp.clip(n_active, 1, theta.shape[0])   # at least one tree, at most all
+    active = (jnp.arange(theta.shape[0]) < n_active).reshape((-1,) + (1,) * (theta.ndim - 1))
+    return jnp.where(active, theta, 0.0).sum(0) / n_active
+
+
+def forest_proba(forest: DenseTree, codes: jax.Array, voting: str,
+                 n_active: jax.Array | int | None = None) -> jax.Array:
+    """Class scores ``[m, C]`` of a forest: :func:`vote` of the leaves ``codes`` reach
+    (``n_active``: only the first ``n_active`` trees vote)."""
+    return vote(apply_trees(forest, codes), voting, n_active)
+
+
+def forest_predict(
+    forest: DenseTree, codes: jax.Array, voting: str, key: jax.Array | None = None,
+    n_active: jax.Array | int | None = None,
+) -> jax.Array:
+    """Class indices ``[m]``. MV and TA take the argmax of :func:`forest_proba` (ties go to the
+    lower index: the paper's strict ``num > k/2`` and ``theta > 1/2``, A7); PA samples a class
+    from ``theta^d`` with ``key`` (A24). ``n_active``: only the first ``n_active`` trees vote."""
+    proba = forest_proba(forest, codes, voting, n_active)
+    if voting == "probabilistic":
+        if key is None:
+            raise ValueError("probabilistic voting draws a coin per example: pass key=...")
+        return jax.random.categorical(key, jnp.log(proba)).astype(jnp.int32)
+    return proba.argmax(-1).astype(jnp.int32)

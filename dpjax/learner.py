@@ -1,0 +1,335 @@
+"""The learner contract (``docs/design.md``, "Learners"): a learner is a frozen, validated,
+hashable config whose methods are pure functions, registered under its ``method=`` name.
+
+    config = MalphaBoosted(n_trees=20, depth=3)      # validated once, here
+    params, costs = config.fit(key, codes, y, epsilon, context, alpha=a, beta_tree=b)
+    config.proba(params, codes); config.predict(params, codes, key)
+
+* Every hyper-parameter is a dataclass field declared with :func:`hyper` (static: it sets shapes
+  or code paths, so it is part of the compiled program) or :func:`traced` (a float32 array at
+  fit time, so a sweep over it is one ``vmap``; ``epsilon`` is always traced). Each field carries
+  its own check, run when the config is built; cross-field rules go in ``validate``.
+* Traced fields do not take part in ``==`` / ``hash``: two configs are equal exactly when they
+  compile to the same program, so the config *is* the compile-cache key (of the fit, and of
+  the jitted ``proba`` / ``predict``, which therefore must not read traced fields).
+* ``fit(key, codes, y, epsilon, context, **traced) -> (params, costs)`` is pure and jittable;
+  ``epsilon is None`` fits without privacy; ``costs`` maps each kind of release to the
+  :class:`~dpjax.mechanisms.Cost` its mechanism reported (the ledger is assembled from them).
+* A new learner is one folder (its config, its pure ``fit``, its params pytree and its
+  ``describe``) whose config class carries one :func:`register` line: the runtime (fits,
+  sweeps, model files, plots, scikit-learn estimators) reads everything else off the
+  :class:`Registration`. Built-in families are listed once, in :mod:`dpjax.learners`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Check = Callable[[str, Any], Any]
+
+
+class FitContext(NamedTuple):
+    """What a fit knows besides its hyper-parameters.
+
+    Attributes:
+      n_codes_per_feature: static codes of each feature (``FeatureSpec.n_codes``).
+      n_classes: static number of (declared) classes.
+      sensitivity: static count sensitivity of the neighbouring relation (1 add/remove, 2
+        replace-one).
+      size: traced public sample size ``ñ`` (declared, or the row count under replace-one), or
+        ``None`` when the row count is private (a learner that needs it releases a noisy count)
+        and for non-private fits (which may read the row count).
+      structure_key: traced key for data-independent structure that the models of a sweep may
+        share (random trees' splits), or ``None`` (derive it from the fit's key).
+      delta: static ``δ`` of the request.
+    """
+
+    n_codes_per_feature: np.ndarray
+    n_classes: int
+    sensitivity: float = 1.0
+    size: jax.Array | None = None
+    structure_key: jax.Array | None = None
+    delta: float = 0.0
+    """Static ``δ`` asked for (0: pure ``ε``-DP); a learner may spend it (e.g. zCDP)."""
+    weights: jax.Array | None = None
+    """Traced record weights ``[m]`` in ``[0, 1]`` (``sample_weight``; only for learners with
+    :attr:`Learner.takes_weights`), or ``None``: every record counts 1."""
+
+
+def hyper(default: Any, check: Check) -> Any:
+    """A static hyper-parameter with its default and its check ``(name, value) -> value``."""
+    return dataclasses.field(default=default, metadata={"check": check})
+
+
+def traced(default: Any, check: Check) -> Any:
+    """A traced (sweepable) hyper-parameter: an array at fit time, not part of ``==``."""
+    return dataclasses.field(default=default, compare=False,
+                             metadata={"check": check, "traced": True})
+
+
+@dataclasses.dataclass(frozen=True)
+class Learner:
+    """Base class of the learner configs (see the module docstring)."""
+
+    name: ClassVar[str]
+    sweep_by_map: ClassVar[bool] = False
+    """``dpjax.sweep`` fits the grid points one after the other (``lax.map``) instead of
+    vmapping them: for learners whose work per point is branches on traced values (a vmapped
+    ``lax.cond`` runs every branch for every point) and shares nothing along the grid."""
+
+    takes_weights: ClassVar[bool] = False
+    """The learner takes record weights in ``[0, 1]`` (``sample_weight``) at unchanged
+    sensitivity (a record moves each statistic by at most its weight)."""
+    binary: ClassVar[bool] = False
+    """The learner fits two classes only (:func:`dpjax.fit` refuses other class lists before
+    any work)."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            check = field.metadata.get("check")
+            if check is not None:
+                object.__setattr__(self, field.name, check(field.name,
+                                                            getattr(self, field.name)))
+        self.validate()
+
+    def validate(self) -> None:
+        """Rules between fields (raise ``ValueError``); the fields' own checks ran already."""
+
+    @classmethod
+    def traced_names(cls) -> tuple[str, ...]:
+        """The traced hyper-parameters, in field order."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("traced"))
+
+    @property
+    def hyperparams(self) -> dict[str, Any]:
+        """Every hyper-parameter by name (traced ones with their configured values)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes: Any) -> Learner:
+        """A copy with ``changes`` applied (and checked); unknown names are a ``ValueError``."""
+        unknown = sorted(set(changes) - set(self.hyperparams))
+        if unknown:
+            raise ValueError(f"method {self.name!r} has no parameter(s) {unknown}; it takes "
+                             f"{sorted(self.hyperparams)}")
+        return dataclasses.replace(self, **changes)
+
+    def resolve_traced(self, traced: dict[str, Any]) -> dict[str, Any]:
+        """Every traced hyper-parameter's value in a fit: ``traced[name]`` where given (the
+        arrays of a compiled fit, a sweep's grid point), else this config's own value as the
+        float32 the compiled fit traces (:meth:`encode_traced`)."""
+        unknown = sorted(set(traced) - set(self.traced_names()))
+        if unknown:
+            raise TypeError(f"{self.name} has no traced hyper-parameter(s) {unknown}; it has "
+                            f"{list(self.traced_names())}")
+        return {n: traced[n] if n in traced else jnp.float32(self.encode_traced(n))
+                for n in self.traced_names()}
+
+    def encode_traced(self, name: str) -> float:
+        """The float32 value a traced hyper-parameter takes in the compiled fit."""
+        return float(getattr(self, name))
+
+    def traced_value(self, name: str, value: Any) -> float:
+        """``value`` as the compiled fit traces it: checked and encoded for a traced field (e.g.
+        ``alpha="oc"`` -> its numeric code), as is for other traced arguments (``epsilon``)."""
+        if name in self.traced_names():
+            return self.replace(**{name: value}).encode_traced(name)
+        return float(value)
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def proba(self, params: Any, codes: jax.Array) -> jax.Array:
+        """Class scores ``[m, C]``."""
+        raise NotImplementedError
+
+    def predict(self, params: Any, codes: jax.Array, key: jax.Array | None) -> jax.Array:
+        """Class indices ``[m]`` (default: the argmax of :meth:`proba`, ties to the lower)."""
+        return self.proba(params, codes).argmax(-1).astype(np.int32)
+
+    def decision(self, params: Any, codes: jax.Array) -> jax.Array:
+        """The real-valued score ``[m]`` of a binary model (positive: the second class), for
+        learners that have one (their scikit-learn estimator gets ``decision_function``)."""
+        raise NotImplementedError(f"{self.name} has no decision function")
+
+    def dense_trees(self, params: Any) -> Any:
+        """The model's :class:`~dpjax.trees.DenseTree` batch (drawn by
+        :func:`dpjax.plots.plot_tree`), or ``None`` when it has none."""
+        return None
+
+    def row_limit(self, private: bool) -> int | None:
+        """The most rows a fit takes (a public limit of its exact statistics), or ``None``:
+        :func:`dpjax.fit` refuses more before any work."""
+        return None
+
+    def describe(self, params: Any, spec: Any, classes: tuple) -> str | None:
+        """A readable account of the fitted model for :meth:`dpjax.Model.summary` (``spec``:
+        the public :class:`~dpjax.data.FeatureSpec`), or ``None``."""
+        return None
+
+    def check_request(self, private: bool, delta: float) -> None:
+        """Refuse a fit request this learner cannot serve (``ValueError``), before any work: a
+        private fit or not, at ``δ = delta``."""
+
+    def importances(self, params: Any, spec: Any) -> np.ndarray:
+        """Per-feature importance scores (non-negative, ``[n_features]``) read off the released
+        parameters alone (:mod:`dpjax.inspection`); :meth:`dpjax.Model.feature_importances`
+        normalises them."""
+        raise NotImplementedError(f"{self.name} has no feature importances")
+
+    @property
+    def needs_predict_key(self) -> bool:
+        """Whether :meth:`predict` draws at random (then it needs a key)."""
+        return False
+
+    @property
+    def composition(self) -> str:
+        """The composition route of the ledger (:data:`dpjax.privacy.ROUTES`): ``"basic"``
+        (sequential), or ``"zcdp"`` / ``"advanced"`` (the smaller of basic composition and the
+        route's total at the requested ``δ``; for learners that size their noise for it)."""
+        return "basic"
+
+    def not_private(self) -> list[str]:
+        """The parts of this configuration that read the data outside any mechanism (labelled
+        paper modes); the API warns for each and the ledger's epsilon becomes infinite."""
+        return []
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """A rough upper estimate of the bytes one fit needs (the API refuses fits beyond the
+        memory limit instead of running out of memory)."""
+        return 0.0
+
+
+LearnerT = TypeVar("LearnerT", bound=type[Learner])
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """What the runtime knows of a registered learner.
+
+    Attributes:
+      config: the config class (its fields are the hyper-parameters, of :func:`dpjax.fit` and
+        of the scikit-learn estimator alike).
+      params: every pytree type its fitted params are built of (the types a model file may
+        hold for it).
+      estimator: the name of its scikit-learn estimator class (:mod:`dpjax.sklearn`).
+    """
+
+    config: type[Learner]
+    params: tuple[type, ...]
+    estimator: str
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def decision(self) -> Callable[..., jax.Array] | None:
+        """The config's decision function ``(self, params, codes) -> [m]``, or ``None``."""
+        method = self.config.decision
+        return None if method is Learner.decision else method
+
+    @property
+    def describer(self) -> Callable[..., str | None]:
+        """The config's ``describe(self, params, spec, classes)``."""
+        return self.config.describe
+
+
+REGISTRY: dict[str, Registration] = {}
+"""Every registered learner by ``method=`` name (:func:`register`); the runtime reads it through
+:mod:`dpjax.learners`, which first imports the built-in families."""
+
+
+def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT], LearnerT]:
+    """Class decorator: make a learner config class available as ``dpjax.fit(...,
+    method=cls.name)``, with ``params`` the pytree types of its fitted params and
+    ``estimator`` the name of its scikit-learn estimator. The class must be a frozen dataclass
+    whose fields leave ``==`` only if they are traced (the config is the compile-cache key); a
+    name already taken by another class is an error."""
+    params = tuple(params)
+    if not params or not all(isinstance(t, type) for t in params):
+        raise TypeError(f"params must be a non-empty tuple of the params' pytree types, got "
+                        f"{params!r}")
+    if not (isinstance(estimator, str) and estimator.isidentifier()):
+        raise TypeError(f"estimator must be a class name, got {estimator!r}")
+
+    def record(cls: LearnerT) -> LearnerT:
+        name = getattr(cls, "name", None)
+        if not (isinstance(name, str) and dataclasses.is_dataclass(cls)
+                and cls.__dataclass_params__.frozen and issubclass(cls, Learner)):
+            raise TypeError(f"{cls!r} must be a frozen dataclass subclass of Learner with a str "
+                            "class attribute name")
+        static_out_of_eq = [f.name for f in dataclasses.fields(cls)
+                            if not f.compare and not f.metadata.get("traced")]
+        if static_out_of_eq:
+            raise TypeError(f"{cls.__name__}: fields {static_out_of_eq} are left out of == but "
+                            "not traced; declare them with hyper() or traced()")
+        known = REGISTRY.get(name)
+        if known is not None and known.config is not cls:
+            raise ValueError(f"method name {name!r} is already registered to "
+                             f"{known.config.__name__}")
+        taken = [r.name for r in REGISTRY.values() if r.estimator == estimator and r.name != name]
+        if taken:
+            raise ValueError(f"estimator name {estimator!r} is already taken by {taken[0]!r}")
+        REGISTRY[name] = Registration(cls, params, estimator)
+        return cls
+
+    return record
+
+
+# --- field checks ------------------------------------------------------------------------
+
+
+def positive_int(upper: int | None = None) -> Check:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1 or (
+                upper is not None and value > upper):
+            bound = f" and <= {upper}" if upper is not None else ""
+            raise ValueError(f"{name} must be an integer >= 1{bound}, got {value!r}")
+        return int(value)
+    return check
+
+
+def choice(*options: Any) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value not in options:
+            raise ValueError(f"{name} must be one of {options}, got {value!r}")
+        return value
+    return check
+
+
+def unit_interval(*, open_low: bool = True, open_high: bool = False) -> Check:
+    def check(name: str, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        low_ok = number > 0 if open_low else number >= 0
+        high_ok = number < 1 if open_high else number <= 1
+        if isinstance(value, bool) or not (low_ok and high_ok):
+            interval = f"{'(' if open_low else '['}0, 1{')' if open_high else ']'}"
+            raise ValueError(f"{name} must be in {interval}, got {value!r}")
+        return number
+    return check
+
+
+def positive_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+            0 < float(value) < float("inf")):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def or_literal(literal: Any, check: Check) -> Check:
+    """``literal`` as is, anything else through ``check``."""
+    def either(name: str, value: Any) -> Any:
+        if isinstance(value, type(literal)) and value == literal:
+            return value
+        return check(name, value)
+    return either

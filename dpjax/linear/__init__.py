@@ -1,1 +1,0 @@
-"""Linear weak learners over the one-hot binned features."""

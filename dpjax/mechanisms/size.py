@@ -1,0 +1,29 @@
+"""The released sample size: a noisy row count, for learners whose analysis needs a size.
+
+Under add/remove neighbours the row count ``m`` is private. A learner that needs a size (to set
+a sensitivity, to normalise a weight) takes a public one: declared by the user, the row count
+under replace-one (where neighbours have the same size), or this release, ``ñ = m + Z`` with
+exact discrete Laplace noise (sensitivity 1), clipped to ``[1, MAX_SIZE]`` (post-processing:
+float32 and int32 then hold it exactly).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.privacy.costs import Cost
+
+MAX_SIZE = float(2**24 - 1)
+"""The released size is clipped to ``[1, 2**24 − 1]``."""
+LABEL = "row count"
+"""What the release is called in the ledger."""
+
+
+def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.Array, Cost]:
+    """``(ñ, cost)``: the row count ``n_rows`` with exact discrete Laplace noise at ``epsilon``
+    (add/remove sensitivity 1), clipped to ``[1, MAX_SIZE]``, as float32."""
+    size, cost = laplace_mechanism(key, jnp.int32(n_rows), 1, epsilon, integer=True,
+                                   label="sens. 1")
+    return jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE), cost

@@ -1,0 +1,335 @@
+"""Composition routes: how releases add up to a total (**compose**) and how a total is shared
+out among releases (**split**), one object per route, as OpenDP keeps one composition per
+measure.
+
+* :data:`BASIC`: sequential composition (Dwork & Roth 2014, Thm 3.16): ``Σ ε_i``, ``Σ δ_i``.
+* :data:`ADVANCED`: the advanced composition theorem (Dwork, Rothblum & Vadhan 2010;
+  heterogeneous form, Kairouz, Oh & Viswanath 2015 eq. 9) with the slack ``δ'`` the total
+  ``δ`` leaves over the releases' own.
+* :data:`ZCDP`: zero-concentrated DP (Bun & Steinke 2016): a pure ``ε``-DP release is
+  ``ε²/2``-zCDP (Prop. 1.4), a Gaussian release carries its ``ρ``, the ``ρ``'s add (Lemma 2.3)
+  and the sum converts to ``(ε, δ)`` (Prop. 1.3).
+
+A further route (Rényi DP, privacy-loss distributions) is another :class:`Route`: its
+:meth:`~Route.compose` for the ledgers and the accountant, its :meth:`~Route.per_round` for the
+learners.
+
+**Compose** runs in float64 on concrete ledger entries (:class:`~dpjax.privacy.PrivacyLedger`,
+:class:`~dpjax.privacy.BudgetAccountant`). **Split** runs in float32 ``jnp`` on traced budgets
+(so a sweep over ``ε`` is one ``vmap``), and every budget it returns is rounded down
+(:func:`~dpjax.privacy.rounding.round_down`, and a relative margin of ``1e-5`` where a
+conversion is inverted), so the ledger's float64 recomputation from the released costs stays
+within the request. Learners state their shares and counts; the arithmetic is here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+from dpjax.privacy.rounding import float32_above, float32_below, round_down, round_up
+
+MARGIN = 1.0 - 1e-5
+"""Relative margin of an inverted conversion (``ρ`` from ``(ε, δ)``, the advanced round)."""
+
+
+# --- float64 arithmetic of the theorems --------------------------------------------------------
+
+
+def advanced_composition(epsilons: list[float], delta_slack: float) -> float:
+    """Advanced composition of pure ``eps_i``-DP mechanisms (Dwork, Rothblum & Vadhan 2010;
+    heterogeneous form, Kairouz et al. 2015 eq. 9):
+    ``sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``, valid with extra ``delta'``.
+    """
+    if not 0.0 < delta_slack < 1.0:
+        raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack}")
+    squares = math.fsum(e * e for e in epsilons)
+    drift = math.fsum(e * math.expm1(e) for e in epsilons)
+    return math.sqrt(2.0 * math.log(1.0 / delta_slack) * squares) + drift
+
+
+def zcdp_to_dp(rho: float, delta: float) -> float:
+    """``rho``-zCDP implies ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP (Bun & Steinke 2016,
+    Prop. 1.3)."""
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def zcdp_rho(entries: Sequence[Any]) -> float:
+    """``Σ ρ`` of ledger entries, in order: an entry's own ``ρ`` per release, or ``ε²/2`` for a
+    pure one (Bun & Steinke 2016, Prop. 1.4)."""
+    rho = 0.0
+    for e in entries:
+        rho += e.rho * e.count if e.rho is not None else 0.5 * e.epsilon**2 * e.count
+    return rho
+
+
+# --- float32 arithmetic of the splits (traced) ------------------------------------------------
+
+
+def zcdp_budget(epsilon: ArrayLike, delta: float) -> jax.Array:
+    """The largest ``ρ`` with ``ρ + 2·sqrt(ρ·ln(1/δ)) <= ε`` (Bun & Steinke 2016, Prop. 1.3),
+    ``(sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))²``, rounded down; 0 when ``δ = 0``."""
+    if delta <= 0.0:
+        return jnp.zeros_like(jnp.asarray(epsilon, jnp.float32))
+    log_term = math.log(1.0 / delta)
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    rho = epsilon**2 / (jnp.sqrt(log_term + epsilon) + math.sqrt(log_term))**2
+    return round_down(rho * MARGIN)
+
+
+def gaussian_selection_rho(epsilon: ArrayLike, delta: float) -> jax.Array:
+    """``ρ = (sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))²·(1 − 10⁻⁴)``: the zCDP budget that converts to
+    ``(ε, δ)`` (Bun & Steinke 2016, Prop. 1.3), in the difference form with a ``10⁻⁴`` margin,
+    as the rule lists' Gaussian selection states it (:func:`zcdp_budget` is the same bound in
+    the ratio form, which keeps its precision at small ``ε``)."""
+    log_inv = math.log(1.0 / delta)
+    return (jnp.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2 * (1.0 - 1e-4)
+
+
+def zcdp_epsilon(rho: ArrayLike, delta: float) -> jax.Array:
+    """``ε = ρ + 2·sqrt(ρ·ln(1/δ))`` in float32, every step rounded up: the ``(ε, δ)`` a
+    ``ρ``-zCDP release states for itself (Bun & Steinke 2016, Prop. 1.3)."""
+    log_inverse = jnp.float32(float32_above(math.log(1.0 / float(delta))))
+    rho = jnp.asarray(rho, jnp.float32)
+    return round_up(rho + 2.0 * round_up(jnp.sqrt(round_up(rho * log_inverse))))
+
+
+def share(total: ArrayLike, fraction: ArrayLike = 1.0, count: ArrayLike = 1) -> jax.Array:
+    """``total·fraction/count`` rounded down: each of ``count`` sequential releases of a share
+    ``fraction`` of ``total`` (basic composition; a share of a share is a nested call)."""
+    return round_down(jnp.asarray(total, jnp.float32) * fraction / count)
+
+
+def parts(total: ArrayLike, count: ArrayLike) -> jax.Array:
+    """``total/count``, not rounded: ``count`` equal parts of a budget that is split again
+    (the rounding is left to the final :func:`share`)."""
+    return jnp.asarray(total, jnp.float32) / count
+
+
+def float32_share(delta: float, count: int) -> float:
+    """``δ/count`` as the largest float32 below it: a static ``δ`` split over ``count``
+    releases that never sums above ``δ`` once read back from float32 costs."""
+    return float32_below(delta / count)
+
+
+def advanced_round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
+                           delta: float, square_share: float = 1.0,
+                           iterations: int = 60) -> jax.Array:
+    """The largest ``e`` with ``sqrt(2 ln(1/δ)(ε_f² + r·q·e²)) + ε_f(e^{ε_f} − 1) +
+    r·q·e(e^e − 1) <= ε``: ``r`` rounds of ``e``-DP beside one ``ε_f``-DP release composed by
+    the advanced composition theorem (Dwork, Rothblum & Vadhan 2010, heterogeneous form; the
+    stumps spec §6.2 inverts it by bisection) with slack ``δ``; 0 if even ``e = 0`` does not
+    fit. A round made of releases of shares ``s_k`` of ``e`` (``Σ s_k = 1``) has ``q = Σ s_k²``
+    (``square_share``): its terms are ``Σ (s_k e)² = q·e²`` and ``Σ s_k e(e^{s_k e} − 1) <=
+    q·e(e^e − 1)`` (convexity), so the bound holds for every split of a round."""
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    fixed = jnp.asarray(fixed, jnp.float32)
+    rounds = jnp.asarray(rounds, jnp.float32)
+    log_term = math.log(1.0 / delta)
+
+    def total(e: jax.Array) -> jax.Array:
+        return (jnp.sqrt(2.0 * log_term * (fixed**2 + rounds * square_share * e**2))
+                + fixed * jnp.expm1(fixed) + rounds * square_share * e * jnp.expm1(e))
+
+    def halve(_: int, bracket: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        low, high = bracket
+        middle = 0.5 * (low + high)
+        fits = total(middle) <= epsilon * MARGIN
+        return jnp.where(fits, middle, low), jnp.where(fits, high, middle)
+
+    high = jnp.broadcast_to(epsilon, jnp.broadcast_shapes(epsilon.shape, fixed.shape,
+                                                          rounds.shape))
+    low, _ = jax.lax.fori_loop(0, iterations, halve, (jnp.zeros_like(high), high))
+    return round_down(low)
+
+
+def round_rho(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
+              delta: float) -> jax.Array:
+    """Per-round zCDP ``ρ_0 = (ρ − ε_f²/2)/r`` of ``r`` rounds beside one ``ε_f``-DP release
+    within ``(ε, δ)`` (``ρ`` = :func:`zcdp_budget`; 0 when nothing is left)."""
+    rho = zcdp_budget(epsilon, delta) - 0.5 * jnp.asarray(fixed, jnp.float32) ** 2
+    return round_down(jnp.maximum(rho, 0.0) / jnp.asarray(rounds, jnp.float32))
+
+
+def rho_epsilon(rho: ArrayLike) -> jax.Array:
+    """``ε_0 = sqrt(2ρ_0)``: the pure budget whose zCDP cost ``ε_0²/2`` is ``ρ_0`` (the inverse
+    of Bun & Steinke 2016, Prop. 1.4)."""
+    return jnp.sqrt(2.0 * jnp.asarray(rho))
+
+
+def epsilon_rho(epsilon: ArrayLike) -> jax.Array:
+    """``ρ_0 = ε_0²/2``: the zCDP cost of a pure ``ε_0``-DP release (Prop. 1.4)."""
+    return 0.5 * jnp.asarray(epsilon) ** 2
+
+
+def prior_and_rounds(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
+                     delta: float, decide_rounds: ArrayLike | None = None,
+                     gaussian: bool = False) -> dict[str, jax.Array]:
+    """``prior`` and per-round ``round`` budgets of one release with a share ``prior_share``
+    then ``rounds`` equal releases of the rest, each rounded down.
+
+    Pure releases: the sequential split of ``ε``, or with ``δ > 0`` the zCDP split of
+    ``ρ(ε, δ)`` (same shares) when its rounds get more; one split or the other for every
+    release (a mix would fit neither), so basic composition or the zCDP conversion of the
+    releases stays within ``(ε, δ)``. ``decide_rounds`` (default ``rounds``) decides between
+    the two when the prior is released before the number of rounds is known (their public
+    maximum).
+
+    Gaussian rounds (``gaussian``, ``δ > 0``): of ``ρ`` = :func:`zcdp_budget` ``(ε, δ)``, the
+    (pure) prior takes ``ε_0 = sqrt(2·prior_share·ρ)`` (``ε_0²/2``-zCDP) and each round the zCDP
+    budget ``ρ_r = (1 − prior_share)·ρ/R``."""
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    rounds = jnp.asarray(rounds, jnp.float32)
+    if gaussian:
+        rho = zcdp_budget(epsilon, delta)
+        return {"prior": round_down(jnp.sqrt(2.0 * prior_share * rho)),
+                "round": round_down((1.0 - prior_share) * rho / rounds)}
+    decide = rounds if decide_rounds is None else jnp.asarray(decide_rounds, jnp.float32)
+
+    def sequential(fraction: float, count: jax.Array) -> jax.Array:
+        return epsilon * fraction / count
+
+    prior, per_round = sequential(prior_share, 1.0), sequential(1.0 - prior_share, rounds)
+    if delta > 0.0:
+        rho = zcdp_budget(epsilon, delta)
+
+        def zcdp(fraction: float, count: jax.Array) -> jax.Array:
+            return jnp.sqrt(2.0 * fraction * rho / count)
+
+        use_zcdp = zcdp(1.0 - prior_share, decide) > sequential(1.0 - prior_share, decide)
+        prior = jnp.where(use_zcdp, zcdp(prior_share, 1.0), prior)
+        per_round = jnp.where(use_zcdp, zcdp(1.0 - prior_share, rounds), per_round)
+    return {"prior": round_down(prior), "round": round_down(per_round)}
+
+
+def round_budget(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
+                 composition: str, gaussian: bool = False,
+                 square_share: float = 1.0) -> jax.Array:
+    """Per-round ``ε_0`` of ``rounds`` rounds beside one ``ε_f = fixed`` release (a released
+    sample size, say) within ``(ε, δ)``: the ``composition`` route's
+    :meth:`Route.per_round` for pure-DP rounds (a round of releases of shares ``s_k`` of
+    ``ε_0`` has ``square_share = Σ s_k²``), or for Gaussian rounds the ``ε_0 = sqrt(2ρ_0)`` of
+    their zCDP budget :func:`round_rho` (``ρ_0 = ε_0²/2``)."""
+    if gaussian:
+        return rho_epsilon(round_rho(epsilon, fixed, rounds, delta))
+    return route(composition).per_round(epsilon, fixed, rounds, delta, square_share)
+
+
+# --- the routes -------------------------------------------------------------------------------
+
+
+class Route:
+    """A composition route: :meth:`compose` (ledger entries -> total ``(ε, δ)``) and
+    :meth:`per_round` (total -> the budget of each of ``r`` equal rounds)."""
+
+    name: ClassVar[str]
+
+    def compose(self, entries: Sequence[Any], delta: float) -> tuple[float, float] | None:
+        """``(ε, δ)`` of the private ledger entries (each ``count`` releases of ``(epsilon,
+        delta[, rho])``) within the total ``delta``, or ``None`` where the route does not
+        apply (no ``δ`` left, no entries). Callers keep the smaller of this and
+        :data:`BASIC`'s ``ε`` (both hold)."""
+        raise NotImplementedError
+
+    def per_round(self, epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
+                  delta: float, square_share: float = 1.0) -> jax.Array:
+        """Per-round ``ε_0`` (rounded down) of ``r = rounds`` pure-DP rounds beside one
+        ``ε_f = fixed`` release within the total ``(ε, δ)`` (smooth boosting spec §3.4;
+        stumps spec §6.2). A round of releases of shares ``s_k`` of ``ε_0`` has
+        ``square_share = Σ s_k²``. The larger of :data:`BASIC`'s and the route's own (both
+        hold); with ``δ = 0`` every route is basic."""
+        epsilon = jnp.asarray(epsilon, jnp.float32)
+        fixed = jnp.asarray(fixed, jnp.float32)
+        rounds = jnp.asarray(rounds, jnp.float32)
+        basic = jnp.maximum(epsilon - fixed, 0.0) / rounds
+        if delta <= 0.0 or self.name == "basic":
+            return round_down(basic)
+        return self._per_round(basic, epsilon, fixed, rounds, delta, square_share)
+
+    def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
+                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<composition route {self.name!r}>"
+
+
+class Basic(Route):
+    """Sequential composition: ``(Σ ε_i, Σ δ_i)`` (Dwork & Roth 2014, Thm 3.16)."""
+
+    name = "basic"
+
+    def compose(self, entries: Sequence[Any], delta: float) -> tuple[float, float]:
+        return (math.fsum(e.total_epsilon for e in entries),
+                math.fsum(e.total_delta for e in entries))
+
+
+class Advanced(Route):
+    """Advanced composition of the releases' pure parts with the slack ``δ' = δ − Σ δ_i``:
+    ``(advanced_composition(ε_i, δ'), Σ δ_i + δ')``."""
+
+    name = "advanced"
+
+    def compose(self, entries: Sequence[Any], delta: float) -> tuple[float, float] | None:
+        slack = delta - math.fsum(e.total_delta for e in entries)
+        return self.with_slack(entries, slack) if slack > 0 else None
+
+    def with_slack(self, entries: Sequence[Any], slack: float) -> tuple[float, float]:
+        """``(ε, Σ δ_i + δ')`` of the entries' releases with the slack ``δ' = slack``."""
+        epsilon = advanced_composition([e.epsilon for e in entries for _ in range(e.count)],
+                                       slack)
+        return epsilon, math.fsum(e.total_delta for e in entries) + slack
+
+    def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
+                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
+        return jnp.maximum(round_down(basic), advanced_round_epsilon(
+            epsilon, fixed, rounds, delta, square_share))
+
+
+class Zcdp(Route):
+    """zCDP: every release with a ``ρ`` (pure ones: ``ε²/2``) composed in zCDP and converted
+    at the ``δ`` the others leave; releases with a ``δ`` but no ``ρ`` add on top by basic
+    composition."""
+
+    name = "zcdp"
+
+    def compose(self, entries: Sequence[Any], delta: float) -> tuple[float, float] | None:
+        exact = [e for e in entries if e.delta == 0 or e.rho is not None]
+        rest = [e for e in entries if not (e.delta == 0 or e.rho is not None)]
+        left = delta - math.fsum(e.total_delta for e in rest)
+        if left <= 0:
+            return None
+        epsilon = zcdp_to_dp(zcdp_rho(exact), left)
+        return epsilon + math.fsum(e.total_epsilon for e in rest), delta
+
+    def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
+                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
+        rho = round_rho(epsilon, fixed, rounds, delta) / square_share
+        return round_down(jnp.maximum(basic, jnp.sqrt(2.0 * rho)))
+
+
+BASIC, ADVANCED, ZCDP = Basic(), Advanced(), Zcdp()
+ROUTES: dict[str, Route] = {r.name: r for r in (BASIC, ADVANCED, ZCDP)}
+"""Every composition route by name (the names a learner's ``composition`` and
+:class:`~dpjax.privacy.BudgetAccountant`'s ``composition`` take)."""
+
+
+def route(name: str) -> Route:
+    """The composition route called ``name``, or ``ValueError``."""
+    if name not in ROUTES:
+        raise ValueError(f"composition must be one of {tuple(ROUTES)}; got {name!r}")
+    return ROUTES[name]
+
+
+__all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
+           "Zcdp", "advanced_composition", "advanced_round_epsilon", "epsilon_rho",
+           "float32_share", "gaussian_selection_rho", "parts", "prior_and_rounds",
+           "rho_epsilon", "round_budget", "round_rho", "route", "share", "zcdp_budget",
+           "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

@@ -1,0 +1,123 @@
+"""DP greedy rule lists (``method="rule_list"``): the config, fitted by
+:func:`dpjax.rules.greedy.fit`."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from dpjax.data import DataDependentWarning
+from dpjax.learner import (
+    FitContext,
+    Learner,
+    choice,
+    hyper,
+    or_literal,
+    positive_int,
+    register,
+    unit_interval,
+)
+from dpjax.rules import greedy
+from dpjax.rules.candidates import MAX_ROWS
+from dpjax.rules.describe import describe_rule_list
+from dpjax.rules.greedy import (
+    CALIBRATIONS,
+    NEEDS_DELTA,
+    SELECTIONS,
+    SMOOTH,
+    RuleList,
+    rule_list_predict,
+    rule_list_proba,
+)
+
+
+class UnprovenClaimWarning(UserWarning):
+    """A mechanism whose privacy claim comes from a paper without a published proof."""
+
+
+@register(params=(RuleList,), estimator="DPRuleListClassifier")
+@dataclasses.dataclass(frozen=True)
+class RuleListLearner(Learner):
+    """A greedy rule list (binary labels): at most ``max_rules`` rules of up to ``max_card``
+    (1 or 2) literals, then a default rule, as Ly et al.'s DP-GreedyRL. ``selection`` picks
+    each rule privately: ``"count_gini"`` (default: permute-and-flip on the count-weighted Gini,
+    pure ``ε``-DP), the paper's ``"smooth_laplace"`` / ``"smooth_cauchy"`` (smooth sensitivity;
+    need ``delta > 0``; their noisy arg-min is the paper's claim, unproven), or its
+    global-sensitivity baselines ``"global_laplace"``, ``"global_gaussian"`` (needs
+    ``delta``), ``"exponential"``. ``min_support`` (``λ``) and ``confidence`` (``𝒞``, or
+    ``"auto"``: its failure probability inside ``δ``) serve the smooth selections;
+    ``calibration="paper"`` reproduces the paper's scales and budget split (not private: the
+    ledger says so). See :mod:`dpjax.rules.greedy`."""
+
+    name: ClassVar[str] = "rule_list"
+    binary: ClassVar[bool] = True
+    max_rules: int = hyper(4, positive_int(64))
+    max_card: int = hyper(2, positive_int(2))
+    selection: str = hyper("count_gini", choice(*SELECTIONS))
+    calibration: str = hyper("provable", choice(*CALIBRATIONS))
+    min_support: float = hyper(0.05, unit_interval(open_high=True))
+    confidence: Any = hyper("auto", or_literal("auto", unit_interval(open_high=True)))
+
+    def validate(self) -> None:
+        if self.calibration == "paper" and self.selection == "count_gini":
+            raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
+                             "calibration")
+
+    def row_limit(self, private: bool) -> int | None:
+        """The exact integer counts stay below ``2**24`` (:data:`dpjax.rules.candidates.
+        MAX_ROWS`)."""
+        return MAX_ROWS
+
+    def check_request(self, private: bool, delta: float) -> None:
+        if private and self.selection in NEEDS_DELTA and delta <= 0:
+            raise ValueError(f"selection={self.selection!r} is (epsilon, delta)-DP: it needs "
+                             "delta > 0")
+
+    def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+            context: FitContext, **traced: jax.Array) -> tuple[RuleList, Any]:
+        return greedy.fit(self, key, codes, y, epsilon, context)
+
+    def proba(self, params: RuleList, codes: jax.Array) -> jax.Array:
+        return rule_list_proba(params, codes)
+
+    def predict(self, params: RuleList, codes: jax.Array, key: jax.Array | None) -> jax.Array:
+        return rule_list_predict(params, codes)
+
+    def describe(self, params: RuleList, spec: Any, classes: tuple) -> str:
+        return describe_rule_list(params, spec, classes)
+
+    def importances(self, params: RuleList, spec: Any) -> np.ndarray:
+        """The number of active rules that read each feature."""
+        scores = np.zeros(spec.n_features)
+        for rule, active in zip(np.asarray(params.feature), np.asarray(params.active),
+                                strict=True):
+            if active:
+                scores[np.unique(rule)] += 1.0
+        return scores
+
+    def not_private(self) -> list[str]:
+        """The paper's calibration (spec §2.6, §3.7, A6, A15); the smooth selections' claim is
+        kept but warned about."""
+        if self.calibration == "paper":
+            what = (f"rule_list {self.selection} at the paper's calibration (local sensitivity "
+                    "g(n), noisy-argmin scales, support-check failure outside delta)")
+            warnings.warn(f"{what}: the model is NOT differentially private (the ledger says "
+                          "so)", DataDependentWarning, stacklevel=4)
+            return [what]
+        if self.selection in SMOOTH:
+            warnings.warn(f"selection={self.selection!r}: the (epsilon, delta) in the ledger is "
+                          "Ly et al.'s claim for a noisy argmin with smooth-sensitivity noise, "
+                          "which has no published proof; selection='count_gini' (the default) "
+                          "is provably epsilon-DP with less noise", UnprovenClaimWarning,
+                          stacklevel=4)
+        return []
+
+    def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
+        """The codes, the literal matrix and the candidates' scores and noise."""
+        literals = 2 * n * max_codes
+        return 2.0 * m * n + 12.0 * m * literals + 48.0 * literals**2 * self.max_rules
+
