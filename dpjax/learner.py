@@ -248,13 +248,16 @@ REGISTRY: dict[str, Registration] = {}
 
 def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT], LearnerT]:
     """Class decorator: make a learner config class available as ``dpjax.fit(...,
-    method=cls.name)``, with ``params`` the pytree types of its fitted params and
-    ``estimator`` the name of its scikit-learn estimator. The class must be a frozen dataclass
+    method=cls.name)``, with ``params`` the pytree types of its fitted params (dataclasses and
+    named tuples; arrays and tuples need none) and ``estimator`` the name of its scikit-learn
+    estimator. The class must be a frozen dataclass
     whose fields leave ``==`` only if they are traced (the config is the compile-cache key); a
     name already taken by another class is an error."""
     params = tuple(params)
-    if not params or not all(isinstance(t, type) for t in params):
-        raise TypeError(f"params must be a non-empty tuple of the params' pytree types, got "
+    if not all(isinstance(t, type) and (dataclasses.is_dataclass(t) or (
+            issubclass(t, tuple) and hasattr(t, "_fields"))) for t in params):
+        raise TypeError(f"params must be a tuple of the params' pytree types, dataclasses or "
+                        f"named tuples (empty for params made of arrays and tuples only), got "
                         f"{params!r}")
     if not (isinstance(estimator, str) and estimator.isidentifier()):
         raise TypeError(f"estimator must be a class name, got {estimator!r}")
@@ -281,6 +284,12 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
         return cls
 
     return record
+
+
+def unregister(name: str) -> None:
+    """Remove the learner registered as ``name`` (a plugin that is unloaded, a test's toy)."""
+    if REGISTRY.pop(name, None) is None:
+        raise ValueError(f"no learner is registered as {name!r}")
 
 
 # --- field checks ------------------------------------------------------------------------

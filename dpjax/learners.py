@@ -22,7 +22,7 @@ from typing import Any
 
 from dpjax import rules  # noqa: F401  (registers rule_list)
 from dpjax.ensembles import malpha, newton, random_trees, smooth_boost  # noqa: F401 (register)
-from dpjax.learner import REGISTRY, FitContext, Learner, Registration, register
+from dpjax.learner import REGISTRY, FitContext, Learner, Registration, register, unregister
 
 
 class _Configs(Mapping[str, type[Learner]]):
@@ -82,4 +82,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["LEARNERS", "FitContext", "Learner", "Registration", "get_learner", "register",
-           "registration", "registrations"]
+           "registration", "registrations", "unregister"]

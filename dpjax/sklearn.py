@@ -271,17 +271,14 @@ def _make_estimator(entry: Registration) -> type[_DPClassifier]:
     return type(entry.estimator, bases, namespace)
 
 
-_ESTIMATORS: dict[str, type[_DPClassifier]] = {}
-
-
 def estimator_class(method: str | Learner) -> type[_DPClassifier]:
     """The scikit-learn estimator class of a registered learner (by ``method=`` name or
-    config), made from its registration once and kept as an attribute of this module."""
+    config), made from its registration once and kept as an attribute of this module (so that
+    its instances pickle)."""
     entry = registration(method)
-    cls = _ESTIMATORS.get(entry.estimator)
-    if cls is None or cls._CONFIG is not entry.config:
-        cls = _ESTIMATORS[entry.estimator] = _make_estimator(entry)
-        globals()[entry.estimator] = cls
+    cls = globals().get(entry.estimator)
+    if getattr(cls, "_CONFIG", None) is not entry.config:
+        cls = globals()[entry.estimator] = _make_estimator(entry)
     return cls
 
 
@@ -298,3 +295,4 @@ def __dir__() -> list[str]:
 
 for _entry in registrations():
     estimator_class(_entry.name)
+del _entry

@@ -184,7 +184,7 @@ class BudgetAccountant:
             entries = [e for ledger in ledgers for e in ledger.entries]
         composed = ROUTES[self.composition].compose(entries, self.delta) if ledgers else None
         if composed is not None and composed[0] < basic[0]:
-            return composed
+            return composed[0], self.delta      # the route spends the total δ
         return basic
 
     # --- the accountant is one shared account -----------------------------------------------

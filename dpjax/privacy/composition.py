@@ -119,6 +119,27 @@ def float32_share(delta: float, count: int) -> float:
     return float32_below(delta / count)
 
 
+def delta_split(delta: float, count: int, *, failure: float | None = None,
+                failure_share: float = 0.0, keep_rest: bool = True) -> tuple[float, float]:
+    """``δ/count``, each of ``count`` releases' share of ``δ``, split into the release's own
+    ``δ`` and a failure probability (``failure``, or ``failure_share`` of the release's share),
+    each stated as the largest float32 below it; the own part is 0 unless ``keep_rest``.
+    ``ValueError`` when the failure probability leaves no room in the share."""
+    each = delta / count
+    fail = each * failure_share if failure is None else failure
+    rest = each - fail if keep_rest else 0.0
+    if fail <= 0 or fail > each or (keep_rest and rest <= 0):
+        raise ValueError(f"a failure probability of {fail:.3g} leaves no room in delta/{count} "
+                         f"= {each:.3g}")
+    return float32_below(rest), float32_below(fail)
+
+
+def delta_sum(*deltas: float) -> float:
+    """The ``δ`` of releases composed sequentially (``Σ δ_i``), as the largest float32 below
+    it."""
+    return float32_below(math.fsum(deltas))
+
+
 def advanced_round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
                            delta: float, square_share: float = 1.0,
                            iterations: int = 60) -> jax.Array:
@@ -207,6 +228,19 @@ def prior_and_rounds(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: floa
         prior = jnp.where(use_zcdp, zcdp(prior_share, 1.0), prior)
         per_round = jnp.where(use_zcdp, zcdp(1.0 - prior_share, rounds), per_round)
     return {"prior": round_down(prior), "round": round_down(per_round)}
+
+
+def noise_limited_rounds(epsilon: ArrayLike, signal: ArrayLike, share: float, delta: float,
+                         gaussian: bool = False) -> jax.Array:
+    """How many equal rounds a share ``share`` of the budget affords before each round's noise
+    exceeds ``1/signal`` (``signal``: the statistic's expected size per unit of noise, at
+    least one): pure rounds of ``share·ε/R`` each have Laplace scale ``R/(share·ε)``, so
+    ``R <= ⌊signal·share·ε⌋``; Gaussian rounds of ``share·ρ/R`` each (``ρ`` =
+    :func:`zcdp_budget`) have standard deviation ``sqrt(R/(2·share·ρ))``, so
+    ``R <= ⌊2·share·ρ·signal²⌋``. Not clipped (the caller bounds ``R``)."""
+    if gaussian:
+        return jnp.floor(2.0 * share * zcdp_budget(epsilon, delta) * signal**2)
+    return jnp.floor(signal * share * jnp.asarray(epsilon, jnp.float32))
 
 
 def round_budget(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
@@ -304,7 +338,7 @@ class Zcdp(Route):
         exact = [e for e in entries if e.delta == 0 or e.rho is not None]
         rest = [e for e in entries if not (e.delta == 0 or e.rho is not None)]
         left = delta - math.fsum(e.total_delta for e in rest)
-        if left <= 0:
+        if not exact or left <= 0:
             return None
         epsilon = zcdp_to_dp(zcdp_rho(exact), left)
         return epsilon + math.fsum(e.total_epsilon for e in rest), delta
@@ -324,12 +358,15 @@ ROUTES: dict[str, Route] = {r.name: r for r in (BASIC, ADVANCED, ZCDP)}
 def route(name: str) -> Route:
     """The composition route called ``name``, or ``ValueError``."""
     if name not in ROUTES:
-        raise ValueError(f"composition must be one of {tuple(ROUTES)}; got {name!r}")
+        raise ValueError(f"composition (accounting) must be one of {tuple(ROUTES)}; got "
+                         f"{name!r}")
     return ROUTES[name]
 
 
 __all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
-           "Zcdp", "advanced_composition", "advanced_round_epsilon", "epsilon_rho",
-           "float32_share", "gaussian_selection_rho", "parts", "prior_and_rounds",
+           "Zcdp", "advanced_composition", "advanced_round_epsilon", "delta_split", "delta_sum",
+           "epsilon_rho",
+           "float32_share", "gaussian_selection_rho", "noise_limited_rounds", "parts",
+           "prior_and_rounds",
            "rho_epsilon", "round_budget", "round_rho", "route", "share", "zcdp_budget",
            "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpjax.privacy.composition import ADVANCED, BASIC, ZCDP
+from dpjax.privacy.composition import ADVANCED, BASIC, zcdp_rho, zcdp_to_dp
 from dpjax.privacy.costs import Cost
 
 
@@ -168,13 +168,14 @@ class PrivacyLedger:
 
     def zcdp(self, delta: float) -> tuple[float, float]:
         """``(eps, delta)`` from composing every release in zCDP and converting back
-        (:data:`~dpjax.privacy.composition.ZCDP`).
+        (:func:`~dpjax.privacy.composition.zcdp_rho`, then Bun & Steinke's conversion).
 
         Needs every approximate-DP release (``delta > 0``) to carry its ``rho``."""
-        for e in self._private_releases():
+        entries = self._private_releases()
+        for e in entries:
             if e.delta > 0.0 and e.rho is None:
                 raise ValueError(f"release {e.what!r} is (eps, delta)-DP without a zCDP rho")
-        return ZCDP.compose(self.entries, delta)
+        return zcdp_to_dp(zcdp_rho(entries), delta), delta
 
     def __str__(self) -> str:
         relation = {"add_remove": "add/remove-one", "replace_one": "replace-one"}

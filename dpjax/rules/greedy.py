@@ -65,8 +65,13 @@ from dpjax.mechanisms.gaussian import gaussian_mechanism
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
 from dpjax.privacy import Cost
-from dpjax.privacy.composition import float32_share, gaussian_selection_rho, share
-from dpjax.privacy.rounding import float32_below
+from dpjax.privacy.composition import (
+    delta_split,
+    delta_sum,
+    float32_share,
+    gaussian_selection_rho,
+    share,
+)
 from dpjax.rules.candidates import (
     FRACTION_BITS,
     NodeStats,
@@ -131,7 +136,6 @@ def delta_shares(delta: float, selection: str, calibration: str, max_rules: int,
     check's failure probability ``1 − 𝒞`` (spec A6), within ``δ/max_rules`` together; for
     ``global_gaussian`` ``δ_s`` is its Gaussian release's ``δ``. Under ``calibration="paper"``
     ``δ_c = 1 − 𝒞`` is outside the budget (the paper's accounting)."""
-    node = delta / max_rules
     if selection not in NEEDS_DELTA:
         return 0.0, 0.0
     if selection == "global_gaussian":
@@ -140,16 +144,15 @@ def delta_shares(delta: float, selection: str, calibration: str, max_rules: int,
         conf = PAPER_CONFIDENCE if confidence == "auto" else float(confidence)
         return (float32_share(delta, max_rules) if selection == "smooth_laplace" else 0.0,
                 1.0 - conf)
-    if confidence == "auto":
-        failure = node / 2 if selection == "smooth_laplace" else node
-    else:
-        failure = 1.0 - float(confidence)
-    smooth_delta = node - failure if selection == "smooth_laplace" else 0.0
-    if failure <= 0 or failure > node or (selection == "smooth_laplace" and smooth_delta <= 0):
-        raise ValueError(
-            f"confidence={confidence!r} leaves no room in delta/max_rules = {node:.3g}: its "
-            f"failure probability 1 - confidence must be below it (use confidence='auto')")
-    return float32_below(smooth_delta), float32_below(failure)
+    laplace = selection == "smooth_laplace"
+    try:
+        if confidence == "auto":
+            return delta_split(delta, max_rules, failure_share=0.5 if laplace else 1.0,
+                               keep_rest=laplace)
+        return delta_split(delta, max_rules, failure=1.0 - float(confidence), keep_rest=laplace)
+    except ValueError as error:
+        raise ValueError(f"confidence={confidence!r}: {error}: its failure probability "
+                         "1 - confidence must be below it (use confidence='auto')") from None
 
 
 def _argmin(noisy: jax.Array, valid: jax.Array) -> jax.Array:
@@ -276,8 +279,8 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
             index, select_cost = select_rule(
                 k_select, stats.score, stats.size, valid, eps_node, smooth,
                 selection=selection, calibration=calibration, sensitivity=sensitivity,
-                delta_smooth=float32_below(delta_smooth + (delta_check if calibration == "provable"
-                                                           else 0.0)),
+                delta_smooth=delta_sum(delta_smooth, delta_check if calibration == "provable"
+                                       else 0.0),
                 n_candidates=n_candidates)
         else:
             index = greedy_choice(stats, valid)

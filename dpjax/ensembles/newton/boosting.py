@@ -79,7 +79,7 @@ from dpjax.mechanisms.gaussian import (
 )
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point
-from dpjax.privacy.composition import prior_and_rounds, zcdp_budget
+from dpjax.privacy.composition import noise_limited_rounds, prior_and_rounds
 from dpjax.trees.dense import DenseTree
 from dpjax.trees.grow import random_splits
 from dpjax.trees.predict import leaf_index
@@ -120,9 +120,10 @@ def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_tree
     row count ``ñ/cells`` at ``min_signal`` times the round's noise scale: the Laplace scale
     ``R/ε_rounds``, so ``R <= ñ·(1 − prior_share)·ε / (cells·min_signal)``; or with Gaussian
     noise the standard deviation ``sqrt(R/(2ρ_rounds))`` (``ρ_rounds = (1 − prior_share)·ρ``,
-    ``ρ`` = :func:`zcdp_budget` of ``(ε, δ)``), so ``R <= 2ρ_rounds·(ñ/(cells·min_signal))²``
-    (at least 1). Small data at small ``ε`` thus spends its budget on fewer, less noisy
-    rounds."""
+    ``ρ`` = :func:`~dpjax.privacy.composition.zcdp_budget` of ``(ε, δ)``), so ``R <=
+    2ρ_rounds·(ñ/(cells·min_signal))²`` (at least 1;
+    :func:`~dpjax.privacy.composition.noise_limited_rounds`). Small data at small ``ε`` thus
+    spends its budget on fewer, less noisy rounds."""
     if shape == "random":
         most = jnp.float32(n_trees)
     elif epsilon is None:
@@ -133,11 +134,8 @@ def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_tree
     if epsilon is None or size is None:
         return most
     signal = jnp.asarray(size, jnp.float32) / (cells * min_signal)
-    if noise == "gaussian":
-        affordable = jnp.floor(2.0 * (1.0 - prior_share) * zcdp_budget(epsilon, delta)
-                               * signal**2)
-    else:
-        affordable = jnp.floor(signal * (1.0 - prior_share) * jnp.asarray(epsilon, jnp.float32))
+    affordable = noise_limited_rounds(epsilon, signal, 1.0 - prior_share, delta,
+                                      gaussian=noise == "gaussian")
     return jnp.clip(affordable, 1.0, most)
 
 
