@@ -30,7 +30,7 @@ import pandas as pd
 import dpjax
 from dpjax.auditing import audit_release
 from dpjax.auditing.canaries import canaries
-from dpjax.learners.rule_list import UnprovenClaimWarning
+from dpjax.rules import UnprovenClaimWarning
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.1, 1.0)

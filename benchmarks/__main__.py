@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pandas as pd
 
     from benchmarks import harness, suite_common
-    from dpjax.progress import progress
+    from dpjax._progress import progress
     from experiments.harness import source_digest
 
     load_at_start = harness.load_average()

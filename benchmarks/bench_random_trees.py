@@ -12,7 +12,7 @@ What it measures (compile time and warm run time always reported separately):
    ``dpjax.fit`` goes (Python-side feature spec / encoding versus the compiled call) and of the
    stages of the compiled fit and sweep programs; test accuracy per epsilon from the sweep.
    The profiled programs are composed from the library, never copied: ``Prepared.fit_fn``
-   (what ``dpjax.fit`` compiles), ``dpjax.preparation.fit_grid`` mapped over seeds (what
+   (what ``dpjax.fit`` compiles), ``dpjax._preparation.fit_grid`` mapped over seeds (what
    ``dpjax.sweep`` compiles) and the stage functions of ``dpjax.ensembles.random_trees``.
 3. Peers in the same run: IBM diffprivlib's ``RandomForestClassifier`` (epsilon = 1, bounds and
    classes given) and scikit-learn's non-private ``RandomForestClassifier`` and
@@ -44,10 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpjax
+from dpjax._keys import as_key, grid_keys
+from dpjax._preparation import Prepared, fit_grid, prepare
 from dpjax.data import encode, encode_labels, make_feature_spec
 from dpjax.ensembles import random_trees
-from dpjax.keys import as_key, grid_keys
-from dpjax.preparation import Prepared, fit_grid, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
@@ -137,7 +137,7 @@ def profile_device(
 ) -> tuple[dict[str, float], str]:
     """Warm seconds of the compiled programs behind ``dpjax.fit`` and ``dpjax.sweep`` and of the
     forest's stages, all built from the library: the fit program is ``Prepared.fit_fn`` (what
-    ``dpjax.fit`` compiles), the sweep maps ``dpjax.preparation.fit_grid`` over the seed keys
+    ``dpjax.fit`` compiles), the sweep maps ``dpjax._preparation.fit_grid`` over the seed keys
     (what ``dpjax.sweep`` compiles), and the stages are the public stage functions of
     ``dpjax.ensembles.random_trees``, for one forest and, mapped over the seeds as the sweep
     maps them, for the sweep's ``seeds x n_trees`` trees. Also returns whether the rebuilt
@@ -213,7 +213,7 @@ def profile_fit_overhead(
     X: Any, y: np.ndarray, fit_kwargs: dict[str, Any], repeats: int,
 ) -> list[tuple[str, float]]:
     """Median seconds of the host-side steps ``dpjax.fit`` performs before the compiled call:
-    all of them (``dpjax.preparation.prepare``), then each one through the public
+    all of them (``dpjax._preparation.prepare``), then each one through the public
     ``dpjax.data`` function ``prepare`` uses."""
     bounds, n_bins = fit_kwargs["bounds"], fit_kwargs.get("n_bins", 10)
     steps: dict[str, list[float]] = {}
@@ -224,7 +224,7 @@ def profile_fit_overhead(
     for _ in range(repeats):
         _, seconds = timed(lambda: jax.block_until_ready(
             prepare_as_fit(X, y, fit_kwargs, 1.0).codes))
-        add("dpjax.preparation.prepare: all of the steps below", seconds)
+        add("dpjax._preparation.prepare: all of the steps below", seconds)
         spec, seconds = timed(lambda: make_feature_spec(X, bounds, n_bins=n_bins, private=True))
         add("make_feature_spec (123 columns, pandas)", seconds)
         codes, seconds = timed(lambda spec=spec: encode(spec, X))
@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                f"loop reuses the program compiled in part 1, so its compile is counted once, "
                f"from part 1's Model.timings.compile_s).")
     out += [f"- loop vs sweep models (same seeds and epsilons; the sweep draws each model's "
-            f"noise from its own key, dpjax.keys.grid_keys, so leaves differ): {agreement}.", "",
+            f"noise from its own key, dpjax._keys.grid_keys, so leaves differ): {agreement}.", "",
             "### Where the time goes", ""]
     host_rows = [
         ("one dpjax.fit in the loop: wall (median)", fmt_s(per_fit_wall, 4), "100%"),

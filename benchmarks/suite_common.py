@@ -187,16 +187,16 @@ def memory_estimate(method: str, params: dict[str, Any], m: int, n: int
     """``(bytes, refusal)``: what a child fitting ``method`` on :func:`synthetic` ``m x n``
     should peak at (the float32 table, the uint8 codes on the host and on the device, per-column
     encoding temporaries, the learner's own ``footprint`` and the interpreter), and dpjax's own
-    refusal message if its footprint check (``dpjax.preparation.check_footprint``) would
-    refuse the fit, else ``None``."""
+    refusal message if its limit check (``dpjax._preparation.check_limits``) would refuse the
+    fit, else ``None``."""
+    from dpjax._preparation import check_limits
     from dpjax.learners import get_learner
-    from dpjax.preparation import check_footprint
 
     config = get_learner(method, params)
     footprint = config.footprint(m, n, SYNTHETIC_CODES, 2)
     need = BASELINE_BYTES + 6.0 * m * n + 32.0 * m + footprint
     try:
-        check_footprint(config, (m, n), SYNTHETIC_CODES, 2, 1)
+        check_limits(config, (m, n), SYNTHETIC_CODES, 2, 1, private=True)
     except ValueError as error:
         return need, str(error)
     return need, None

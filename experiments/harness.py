@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 
 import dpjax
+from dpjax._progress import progress
 from dpjax.data import FeatureSpec, encode, make_feature_spec, missing_columns, public_bounds
 from dpjax.data.splits import stratified_folds, stratified_split
-from dpjax.progress import progress
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "experiments" / "results"

@@ -4,7 +4,7 @@ strategy is best per ε) and Table 4 (Mα-boost vs the RF-L / RF-E forests), plu
 error vs ε per domain.
 
 Three modules: ``malpha_protocol`` (domains, grid, folds, the paper's numbers and the vmapped
-grid program composed from ``dpjax.ensembles.fit_boosted``), ``malpha_run`` (fits every domain's
+grid program composed from ``dpjax.ensembles.malpha.fit``), ``malpha_run`` (fits every domain's
 grid and writes one tidy table per domain, cached) and ``malpha_report`` (Tables 1 and 4, the
 plot and the markdown from those tables, no refitting).
 

@@ -1,6 +1,6 @@
 """Nock & Henecka, "Boosted and Differentially Private Ensembles of Decision Trees": the protocol
 -- domains, the grid, the folds, the paper's numbers and the one jitted program per grid shape
-composed from the library's :func:`dpjax.ensembles.fit_boosted` (spec
+composed from the library's :func:`dpjax.ensembles.malpha.fit` (spec
 ``shared/specs/boosted-dp-trees-malpha.md`` §6).
 
 Protocol (§6.2–§6.6): every Table 2 domain found in ``shared/datasets`` (15 of 19), numeric
@@ -8,14 +8,15 @@ attributes quantised into ``v_q = 10`` equal-width bins over the full file's ran
 domain, §2.1), 10-fold stratified cross-validation (the same folds for every method), clamp
 ``M = 10``, ``ζ = 1e-4``. Grid: ``T ∈ {2, 5, 10, 20}``, ``d ∈ {1..6}``, ``α ∈ {0.1, 1, O.C}``,
 ``ε ∈ {0.01, 0.1, 1, 10, 25}``, ``β_tree ∈ {0.1, 0.5, 0.9}`` and the non-private runs; RF-L and
-RF-E have 21 trees of depth ``{2, 4, 6}`` (§6.5). :func:`dpjax.ensembles.fit_boosted`'s defaults
-(the paper's mode) are used for everything else: ``leaf_mechanism="value"`` with
+RF-E have 21 trees of depth ``{2, 4, 6}`` (§6.5). The paper's mode (:data:`PAPER`, stated
+here: the ``malpha`` learner's own defaults are dpjax's) is used for everything else:
+``leaf_mechanism="value"`` with
 ``beta_mode="fold"`` (the spec's sound version of the paper's leaves), private per-level O.C
 (``β_oc = 0.1``) under DP and exact O.C without, sequential per-leaf budgets, the paper's split
 budget (18).
 
 Efficiency: for each domain, fold and depth ``d``, the 180 private settings ε × α × β_tree × T
-of a leaf mechanism are one vmapped, jit-compiled program (``fit_boosted`` with 20 trees and
+of a leaf mechanism are one vmapped, jit-compiled program (the Mα ``fit`` with 20 trees and
 ``n_active = T``: its first ``T`` trees are exactly the ``T``-tree fit), scored on the test fold
 inside the same program; the non-private α × T another; each forest depth one ``dpjax.sweep``.
 To compile each program once per domain, every training fold is cut to the smallest
@@ -32,8 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpjax.ensembles import boosted_predict, fit_boosted
-from dpjax.learners import MalphaBoosted
+from dpjax.ensembles import malpha
+from dpjax.ensembles.malpha import MalphaBoosted, malpha_predict
+from dpjax.learner import FitContext
 
 STEM = "malpha_boosting"
 GRID_NAME = "malpha_grid"  # per-domain results: <out>/malpha_grid/<domain>.csv.gz (+ .json)
@@ -57,7 +59,11 @@ RF_TREES = 21
 RF_METHODS = ("rf_laplace", "rf_exponential")
 # "boosted": the paper's mode (value leaves, β_t folded in); "boosted_counts": the spec's sound
 # counts mechanism with β_t by post-processing (§4.4-§4.5), a departure from the paper
-VARIANTS = {"boosted": {}, "boosted_counts": {"leaf_mechanism": "counts", "beta_mode": "post"}}
+PAPER = {"leaf_mechanism": "value", "beta_mode": "fold", "leaf_composition": "sequential",
+         "budget": "paper"}
+"""The paper's mode: folded value leaves, sequential per-leaf budgets, the split budget (18)."""
+VARIANTS = {"boosted": PAPER,
+            "boosted_counts": {**PAPER, "leaf_mechanism": "counts", "beta_mode": "post"}}
 # the boosted programs of one depth: (private, variant)
 PROGRAMS = ((True, "boosted"), (True, "boosted_counts"), (False, "boosted"))
 N_FOLDS = 10
@@ -101,16 +107,15 @@ def traced_points(points: list[dict]) -> list[jax.Array]:
 @functools.lru_cache(maxsize=8)
 def boosted_grid_program(depth: int, n_codes: tuple[int, ...], private: bool, variant: str):
     """One jitted program: every (ε, α, β_tree, T) point of the grid as a vmapped
-    :func:`dpjax.ensembles.fit_boosted` with ``n_trees = 20`` and ``n_active = T`` (the first
+    :func:`dpjax.ensembles.malpha.fit` with ``n_trees = 20`` and ``n_active = T`` (the first
     ``T`` trees of it are exactly the ``T``-tree fit), scored on the (padded) test fold."""
-    mechanism = VARIANTS[variant]
+    config = MalphaBoosted(n_trees=max(TREES), depth=depth, clamp=CLAMP, **VARIANTS[variant])
+    context = FitContext(np.asarray(n_codes), 2)
 
     def one(key, codes, y, test_codes, test_y, test_mask, eps, alpha, beta_tree, n_active):
-        model, _ = fit_boosted(key, codes, y, eps if private else None, alpha=alpha,
-                               beta_tree=beta_tree, n_trees=max(TREES), depth=depth,
-                               n_codes_per_feature=np.asarray(n_codes), clamp=CLAMP,
-                               n_active=n_active, **mechanism)
-        wrong = (boosted_predict(model, test_codes) != test_y) & test_mask
+        model, _ = malpha.fit(config, key, codes, y, eps if private else None, context,
+                              n_active=n_active, alpha=alpha, beta_tree=beta_tree)
+        wrong = (malpha_predict(model, test_codes) != test_y) & test_mask
         return wrong.sum()
 
     grid = jax.vmap(one, in_axes=(None, None, None, None, None, None, 0, 0, 0, 0))

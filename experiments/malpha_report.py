@@ -215,10 +215,10 @@ def markdown(df: pd.DataFrame, metas: dict[str, dict], t1: dict[str, pd.DataFram
         f"`shared/datasets`: {', '.join(NOT_AVAILABLE)}.",
         "Protocol: 10-fold stratified CV, v_q = 10, M = 10, ζ = 1e-4; T ∈ {2,5,10,20}, "
         "d ∈ {1..6}, α ∈ {0.1, 1, O.C}, ε ∈ {0.01, 0.1, 1, 10, 25}, β_tree ∈ {0.1, 0.5, 0.9}; "
-        "RF-L/RF-E: 21 random trees, depth ∈ {2, 4, 6}, per-leaf budget ε/(21·2^d). The paper's "
-        "mode otherwise (`fit_boosted`'s defaults, not the `malpha` learner's): the paper's "
-        "split budget (18), private per-level O.C (β_oc = 0.1), sequential per-leaf budgets; "
-        "non-private runs use exact O.C.",
+        "RF-L/RF-E: 21 random trees, depth ∈ {2, 4, 6}, per-leaf budget ε/(21·2^d). The "
+        "paper's mode otherwise (`malpha_protocol.PAPER`, not the `malpha` learner's "
+        "defaults): the paper's split budget (18), private per-level O.C (β_oc = 0.1), "
+        "sequential per-leaf budgets; non-private runs use exact O.C.",
         "",
         "## Table 1 — domains where each α strategy gives the best DP result",
         "",

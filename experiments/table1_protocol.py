@@ -122,7 +122,8 @@ def noisy_counts(key: jax.Array, counts: jax.Array, epsilon: jax.Array,
     """The release of the forest of size ``k``: every tree's counts at ``epsilon / k`` each
     (sensitivity 1, add/remove). The plain float32 quotient, not ``leaf_epsilon``'s rounded-
     down share: the numbers of this reproduction were produced with it."""
-    return release_counts(key, counts, epsilon / k)[0]
+    return release_counts(key, counts, epsilon / k, sensitivity=1.0, noise="laplace",
+                          leaf_composition="tree")[0]
 
 
 @functools.partial(jax.jit, static_argnames=("ks",))
@@ -136,13 +137,15 @@ def grid_leaves(k_noise: jax.Array, k_fallback: jax.Array, counts: jax.Array,
     k = jnp.asarray(ks, jnp.float32)
     noisy = jax.vmap(noisy_counts, in_axes=(0, None, None, 0))(
         jax.random.split(k_noise, len(ks)), counts, epsilon, k)
-    exact = leaf_estimates(k_fallback, counts.astype(jnp.float32), 2, estimate="paper")
+    exact = leaf_estimates(k_fallback, counts.astype(jnp.float32), 2, estimate="paper",
+                           noise="laplace")
     fallback_keys = jax.random.split(jax.random.fold_in(k_fallback, 1), len(ks))
     return jnp.stack([
         jnp.broadcast_to(exact, noisy.shape),
-        jax.vmap(functools.partial(leaf_estimates, n_classes=2, estimate="paper"))(
+        jax.vmap(functools.partial(leaf_estimates, n_classes=2, estimate="paper",
+                                   noise="laplace"))(
             fallback_keys, noisy),
-        leaf_estimates(k_fallback, noisy, 2, estimate="smoothed"),
+        leaf_estimates(k_fallback, noisy, 2, estimate="smoothed", noise="laplace"),
     ])
 
 
@@ -169,7 +172,7 @@ def grid_predictions(key: jax.Array, n_codes: np.ndarray, codes_train: jax.Array
     """Predictions (bool ``[len(METHODS), len(ks), m_eval]``) of every method for every forest
     size ``k`` in ``ks``, all forests of height ``depth`` drawn from ``key``.
 
-    Key use mirrors ``fit_random_trees``: ``(structure, noise, fallback) = split(key, 3)`` and
+    Key use mirrors the forest's ``fit``: ``(structure, noise, fallback) = split(key, 3)`` and
     the structures of ``max(ks)`` trees (the first k are a k-tree fit's trees); the non-private
     forests use the fallback key for their empty leaves, so at ``k = max(ks)`` they equal
     ``dpjax.fit`` with ``n_trees = max(ks)``, ``epsilon=None``, ``leaf_estimate="paper"``."""

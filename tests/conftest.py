@@ -3,12 +3,18 @@
 Every random quantity is drawn from a fixed key or seed, and every statistical tolerance is
 ``Z`` standard errors (derived from the variance of the estimator), so the suite is
 deterministic: it either always passes or always fails on a given platform.
+
+Two tiers: a plain ``pytest`` run is the fast tier (a few minutes on two cores); ``pytest
+--full`` (or ``DPJAX_FULL_TESTS=1``) runs the tests marked ``slow`` too (audits, compile-heavy
+fits and sweeps, the behaviour fingerprints): the full suite, which CI runs. A test named on
+the command line (``path::test``) runs whatever its tier.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +23,39 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_rf_baselines import easy_data
 
 import dpjax
 from dpjax.data import encode_labels
-from dpjax.ensembles import fit_random_trees
 from dpjax.learners import FitContext
 from dpjax.mechanisms.exponential import GAMMA_CAP
+from tests.helpers.fits import fit_random_trees
+from tests.helpers.rf_baselines import easy_data
 
 # Number of standard errors allowed by the statistical checks (two-sided p ~ 6e-7 per check).
 Z = 5.0
 
 # The project's shared datasets live beside the repository (CI checks out ../shared).
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="the full suite: the slow tests too (what CI runs)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: in the full suite only (pytest --full)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The fast tier leaves out the tests marked ``slow`` (unless named on the command line)."""
+    full = config.getoption("--full") or os.environ.get("DPJAX_FULL_TESTS") == "1"
+    if full or any("::" in str(arg) for arg in config.args):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -17,6 +17,8 @@ from dpjax.auditing.canaries import canaries
 from dpjax.auditing.stats import clopper_pearson, epsilon_lower_bound
 from dpjax.mechanisms import laplace_mechanism
 
+pytestmark = pytest.mark.slow
+
 CANARIES = {canary.name: canary for canary in canaries(1.0)}
 
 

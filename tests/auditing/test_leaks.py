@@ -17,12 +17,15 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import small
 
 import dpjax
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning
-from dpjax.ensembles.boosted import fit_boosted, leveraging_coefficient, release_leaves
+from dpjax.ensembles.malpha import leveraging_coefficient, release_leaves
 from dpjax.mechanisms.laplace import grid_step
+from tests.conftest import small
+from tests.helpers.fits import fit_malpha
+
+pytestmark = pytest.mark.slow
 
 BOUNDS = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
 
@@ -218,7 +221,7 @@ def test_sweep_structure_keys_never_coincide_with_noise_keys():
     seed key both for the trees' structure (``fold_in(k, t)``) and for the grid points' noise
     (``fold_in(k, i)``) gave tree ``t`` the noise key of model ``t``. ``grid_keys`` separates
     the two families first."""
-    from dpjax.api import grid_keys
+    from dpjax._keys import grid_keys
     from dpjax.ensembles.random_trees import tree_keys
 
     seed = dpjax.as_key(3)
@@ -239,7 +242,7 @@ def test_inactive_boosting_rounds_release_nothing():
     model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=3,
                       depth=2, public_size=40)
     codes = np.asarray(model.encode(X))
-    params, costs = fit_boosted(
+    params, costs = fit_malpha(
         jax.random.key(0), codes, y.astype(np.int32), 1.0, alpha=-1.0, beta_tree=0.5,
         size=40.0, n_trees=3, depth=2, n_codes_per_feature=model.spec.n_codes, n_active=1)
     assert (np.asarray(params.trees.feature)[1:] == 0).all()

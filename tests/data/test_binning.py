@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_data import spec_and_codes
 
 from dpjax.data import (
     DataDependentWarning,
@@ -17,6 +16,7 @@ from dpjax.data import (
     make_feature_spec,
     public_bounds,
 )
+from tests.helpers.data import spec_and_codes
 
 # --------------------------------------------------------------------------------------------
 # Numeric binning

@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_data import spec_and_codes
 
 from dpjax.data import DataDependentWarning, encode, make_feature_spec
+from tests.helpers.data import spec_and_codes
 
 # --------------------------------------------------------------------------------------------
 # Where bounds come from

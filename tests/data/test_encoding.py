@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_data import spec_and_codes
 
 from dpjax.data import OutOfBoundsWarning, binning, encode, make_feature_spec
+from tests.helpers.data import spec_and_codes
 
 # --------------------------------------------------------------------------------------------
 # Missing values, inf, out of bounds, unknown categories

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHARED_DATASETS
 
 import dpjax
 from dpjax.data import encode, load_dataset, make_feature_spec, missing_columns, public_bounds
+from tests.conftest import SHARED_DATASETS
 
 # --------------------------------------------------------------------------------------------
 # Registry

@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpjax
-from dpjax.ensembles.boosted import BoostedTrees, fit_boosted
+from dpjax.ensembles.malpha import MalphaModel
 from dpjax.learners import MalphaBoosted
 from dpjax.trees import leaf_index
+from tests.helpers.fits import fit_malpha
 
 M_ROWS, N_BINS = 200, 8
 N_CODES = np.full(3, N_BINS, np.int32)
@@ -53,10 +54,10 @@ SLACK = 2e-3
 
 @functools.cache
 def private_fit(n_trees: int, depth: int = 3):
-    """Jitted private ``fit_boosted`` (value leaves, folded β) with traced key, ε, α, β_tree and
+    """Jitted private ``fit_malpha`` (value leaves, folded β) with traced key, ε, α, β_tree and
     the public size ``ñ = M_ROWS`` declared: ``(model, costs)``."""
     def fit(key, epsilon, alpha, beta_tree):
-        return fit_boosted(key, jnp.asarray(CODES), jnp.asarray(Y), epsilon, alpha=alpha,
+        return fit_malpha(key, jnp.asarray(CODES), jnp.asarray(Y), epsilon, alpha=alpha,
                            beta_tree=beta_tree, size=M_ROWS, n_trees=n_trees, depth=depth,
                            n_codes_per_feature=N_CODES)
     return jax.jit(fit)
@@ -64,9 +65,9 @@ def private_fit(n_trees: int, depth: int = 3):
 
 @functools.cache
 def exact_fit(n_trees: int = 3, depth: int = 2):
-    """Jitted non-private ``fit_boosted`` with a traced α: the model (its costs are empty)."""
+    """Jitted non-private ``fit_malpha`` with a traced α: the model (its costs are empty)."""
     def fit(alpha):
-        model, costs = fit_boosted(jax.random.key(0), jnp.asarray(CODES), jnp.asarray(Y), None,
+        model, costs = fit_malpha(jax.random.key(0), jnp.asarray(CODES), jnp.asarray(Y), None,
                                    alpha=alpha, n_trees=n_trees, depth=depth,
                                    n_codes_per_feature=N_CODES)
         assert costs == {}
@@ -118,7 +119,7 @@ def np_leaf_values(sums: np.ndarray, alpha: float) -> np.ndarray:
     return np_link(np.clip(q, ZETA, 1 - ZETA), alpha)
 
 
-def released_margins(model: BoostedTrees, n_rounds: int) -> np.ndarray:
+def released_margins(model: MalphaModel, n_rounds: int) -> np.ndarray:
     """``H_{n_rounds}(x_i) = Σ_{t < n_rounds} β_t·h̃_t(x_i)`` of the released model, float64."""
     h = np.zeros(M_ROWS)
     for t in range(n_rounds):
@@ -132,12 +133,12 @@ def weights_of(margins: np.ndarray, alpha_link: float) -> np.ndarray:
     return np.clip(np_inverse_link(-SIGN * margins, alpha_link), FLOOR, 1 - FLOOR)
 
 
-def tree_arrays(model: BoostedTrees, t: int) -> tuple[np.ndarray, np.ndarray]:
+def tree_arrays(model: MalphaModel, t: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(model.trees.feature[t]), np.asarray(model.trees.threshold[t])
 
 
-def _assert_boosted_shapes(model: BoostedTrees, n_trees: int, depth: int) -> None:
-    assert isinstance(model, BoostedTrees)
+def _assert_boosted_shapes(model: MalphaModel, n_trees: int, depth: int) -> None:
+    assert isinstance(model, MalphaModel)
     chex.assert_shape([model.trees.feature, model.trees.threshold, model.alpha],
                       (n_trees, 2**depth - 1))
     chex.assert_shape(model.trees.leaf, (n_trees, 2**depth))

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpjax.ensembles.random_trees import leaf_epsilon
 from dpjax.mechanisms.exact import laplace_fraction
-from dpjax.mechanisms.rounding import round_up
+from dpjax.privacy.rounding import round_up
 
 T_DEFAULT, D_DEFAULT = 21, 4
 N_LEAVES = T_DEFAULT * 2**D_DEFAULT  # 336 per-leaf releases under the default composition

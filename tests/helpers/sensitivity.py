@@ -55,12 +55,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dpjax.ensembles import boosted, random_trees
-from dpjax.mechanisms import accounting
-from dpjax.mechanisms.accounting import Cost
+from dpjax import privacy
+from dpjax.ensembles.malpha import WEIGHT_UNIT
+from dpjax.ensembles.malpha import leaves as malpha_leaves
+from dpjax.ensembles.malpha import tree as malpha_tree
+from dpjax.ensembles.random_trees import forest
+from dpjax.mechanisms import size
 from dpjax.mechanisms.laplace import GRID_BITS, MAX_GRID_VALUE
-from dpjax.trees import malpha
-from dpjax.trees.malpha import WEIGHT_UNIT
+from dpjax.privacy import Cost
 
 REL = 1e-5  # float32 rounding slack (see the module docstring)
 ADD, REPLACE = "add/remove", "replace-one"
@@ -225,14 +227,14 @@ class Recorder:
     def parallel(self, cost, axis=-1, *, touched=1):
         self.meta.append({"kind": "parallel", "tag": self.tag, "touched": touched})
         self.arrays.append({})
-        return accounting.parallel(cost, axis, touched=touched)
+        return privacy.parallel(cost, axis, touched=touched)
 
     @contextlib.contextmanager
     def installed(self):
-        """The stand-ins in place of the mechanisms of the forest, the Mα tree and the boosting
-        loop (for tracing; compiled programs keep them)."""
+        """The stand-ins in place of the mechanisms of the forest, the Mα tree, its leaves and
+        the released size (for tracing; compiled programs keep them)."""
         with pytest.MonkeyPatch.context() as patch:
-            for module in (random_trees, malpha, boosted):
+            for module in (forest, malpha_tree, malpha_leaves, size):
                 for name, stand_in in (("laplace_mechanism", self.laplace),
                                        ("permute_and_flip", self.select),
                                        ("parallel", self.parallel)):

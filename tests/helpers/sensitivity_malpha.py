@@ -14,7 +14,20 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from helpers_sensitivity import (
+
+from dpjax.ensembles.malpha import (
+    class_stats,
+    grow_malpha_tree,
+    leaf_link,
+    leveraging_coefficient,
+    link_alpha,
+    release_leaves,
+)
+from dpjax.ensembles.malpha.tree import weighted_error
+from dpjax.losses.proper import clamped_split_risk, split_risk
+from dpjax.mechanisms.laplace import MAX_GRID_VALUE, grid_step
+from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+from tests.helpers.sensitivity import (
     ADD,
     REPLACE,
     Recorder,
@@ -25,12 +38,6 @@ from helpers_sensitivity import (
     _recorded,
     _split,
 )
-
-from dpjax.ensembles.boosted import leaf_link, leveraging_coefficient, link_alpha, release_leaves
-from dpjax.losses.proper import clamped_split_risk, split_risk
-from dpjax.mechanisms.laplace import MAX_GRID_VALUE, grid_step
-from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
-from dpjax.trees.malpha import class_stats, grow_malpha_tree, weighted_error
 
 # ------------------------------------------------------------------------------------------
 # 3–4, 7. The Mα split criterion, the O.C level errors, β_t: direct property tests
@@ -111,7 +118,7 @@ def _direct_run():
         a = alpha / CLAMP**2
         values = jnp.clip(leaf_link(node_sums, alpha, ZETA), -CLAMP, CLAMP)
         # under DP the O.C errors are read from fixed-point (int32) histograms
-        fixed = class_stats(weights, y, fixed_point=True)
+        fixed = class_stats(weights, y, exact=True)
         fixed_sums = split_stats(node_histogram(codes, group, fixed, NODES, N_CODE_MAX))[0]
         fixed_sums = fixed_sums[:, 0, -1, :]
         return {
@@ -151,11 +158,12 @@ def _tree_and_leaves(multiplier: float):
         grown, _ = grow_malpha_tree(
             k_tree, codes, weights, y, TREE_DEPTH, N_CODES, alpha, jnp.float32(1.0),
             size=size, oc_alpha="private", epsilon_oc=jnp.float32(0.5),
-            sensitivity_multiplier=multiplier)
+            sensitivity_multiplier=multiplier, budget="paper")
         for i, (leaf_mechanism, beta_mode) in enumerate(LEAF_MODES):
             _recorder_tag(f"{leaf_mechanism}/{beta_mode}")
             release_leaves(
-                jax.random.fold_in(k_leaves, i), grown.leaf_stats, link_alpha(alpha),
+                jax.random.fold_in(k_leaves, i), grown.leaf_stats, link_alpha(alpha,
+                                                                              oc_link_alpha=1.0),
                 clamp=CLAMP, zeta=ZETA, epsilon_leaf=jnp.float32(0.25),
                 epsilon_beta=jnp.float32(0.25), sensitivity=multiplier, size=size,
                 leaf_mechanism=leaf_mechanism, beta_mode=beta_mode,

@@ -151,6 +151,7 @@ def test_canonical_link_endpoints():
                                         [-np.inf, np.inf]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", ALPHAS[1:])
 def test_inverse_link_inverts_canonical_link(alpha):
     """``ψ^{-1}(ψ(u)) = u`` for ``u != 1/2``, ``α > 0``; ``ψ(ψ^{-1}(z)) = z`` off the flat zone."""

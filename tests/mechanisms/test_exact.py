@@ -11,10 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import Z, binomial_tolerance, pf_probabilities
 from scipy import stats
 
-from dpjax.mechanisms import Cost, laplace_mechanism, parallel, permute_and_flip
+from dpjax.mechanisms import laplace_mechanism, permute_and_flip
 from dpjax.mechanisms.exact import (
     SATURATION,
     bernoulli_exp,
@@ -24,6 +23,8 @@ from dpjax.mechanisms.exact import (
     window_size,
 )
 from dpjax.mechanisms.laplace import grid_step
+from dpjax.privacy import Cost, parallel
+from tests.conftest import Z, binomial_tolerance, pf_probabilities
 
 DRAWS = 10**6
 P_FLOOR = 1e-4   # chi-square p-values below this fail (deterministic: fixed keys)
@@ -213,6 +214,7 @@ def test_cost_is_nan_beyond_the_sampler_range():
     assert np.isnan(np.asarray(cost.epsilon))
 
 
+@pytest.mark.slow
 def test_release_vmaps_over_budgets_and_keys():
     keys = jax.random.split(jax.random.key(1), 4)
     eps = jnp.array([0.1, 1.0, 10.0, 100.0])
@@ -248,6 +250,7 @@ def test_permute_and_flip_frequencies(epsilon):
     np.testing.assert_array_less(np.abs(freq - expected), binomial_tolerance(expected, n) + 1e-9)
 
 
+@pytest.mark.slow
 def test_permute_and_flip_masks_and_batches():
     utility = jnp.array([[0.0, -jnp.inf, 1.0], [-jnp.inf, -jnp.inf, -jnp.inf],
                          [5.0, 5.0, 5.0]])
@@ -262,6 +265,7 @@ def test_permute_and_flip_masks_and_batches():
     np.testing.assert_array_less(np.abs(freq - 1 / 3), binomial_tolerance(1 / 3, 2000))
 
 
+@pytest.mark.slow
 def test_permute_and_flip_huge_budget_picks_the_best():
     utility = jnp.array([3.0, 9.0, 8.999, 1.0])
     index, _ = permute_and_flip(jax.random.key(0), jnp.tile(utility, (500, 1)), 1.0, 1e6)

@@ -14,9 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import Z, binomial_tolerance
 
-from dpjax.mechanisms.accounting import PrivacyLedger
 from dpjax.mechanisms.exact import SATURATION, discrete_gaussian, gaussian_rate, square_64
 from dpjax.mechanisms.gaussian import (
     MAX_ROUNDING_SHARE,
@@ -26,6 +24,8 @@ from dpjax.mechanisms.gaussian import (
     gaussian_mechanism,
     grid_floor,
 )
+from dpjax.privacy import PrivacyLedger
+from tests.conftest import Z, binomial_tolerance
 
 DRAWS = 200_000
 J = 11
@@ -109,6 +109,7 @@ def _draws() -> np.ndarray:
     return np.asarray(z).astype(np.int64)
 
 
+@pytest.mark.slow
 def test_discrete_gaussian_moments():
     z = _draws()
     assert abs(z.mean()) <= Z * SIGMA / math.sqrt(DRAWS)
@@ -167,6 +168,7 @@ def _mechanism():
         key, value, sensitivity, rho, bound=bound, delta=DELTA, label="1"))
 
 
+@pytest.mark.slow
 def test_noise_scale_over_keys():
     rng = np.random.default_rng(3)
     value = jnp.asarray(rng.uniform(-3.0, 3.0, COORDINATES), jnp.float32)
@@ -315,6 +317,7 @@ def test_invalid_inputs_name_the_argument(kwargs, name):
                            args["rho"], bound=args["bound"], delta=args["delta"])
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_over_rho():
     rng = np.random.default_rng(11)
     value = jnp.asarray(rng.uniform(-1.0, 1.0, COORDINATES), jnp.float32)

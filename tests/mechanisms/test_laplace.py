@@ -10,12 +10,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import Z, binomial_tolerance
 
-from dpjax.mechanisms import PrivacyLedger, laplace_mechanism
+from dpjax.mechanisms import laplace_mechanism
 from dpjax.mechanisms.exact import laplace_fraction
 from dpjax.mechanisms.laplace import grid_step
-from dpjax.mechanisms.rounding import round_up
+from dpjax.privacy import PrivacyLedger
+from dpjax.privacy.rounding import round_up
+from tests.conftest import Z, binomial_tolerance
 
 # --------------------------------------------------------------------------------------------
 # The Laplace mechanism: exact discrete Laplace noise on a fixed-point grid
@@ -154,6 +155,7 @@ def test_laplace_clips_to_the_bound_and_needs_one_for_real_values():
     assert float(block.epsilon) <= 3.0
 
 
+@pytest.mark.slow
 def test_laplace_event_ndim_sets_the_releases_and_their_sensitivity():
     """Leading axes are releases (one cost each); the trailing ``event_ndim`` axes form one
     release. On the real grid a block of ``c`` coordinates has integer sensitivity
@@ -176,6 +178,7 @@ def test_laplace_event_ndim_sets_the_releases_and_their_sensitivity():
         assert float(np.max(cost.epsilon)) <= epsilon
 
 
+@pytest.mark.slow
 def test_laplace_vmap_keys_and_epsilon():
     keys = jax.random.split(jax.random.key(41), 4)
     single = jax.jit(lambda k: laplace_mechanism(k, jnp.zeros(1000), 1.0, 0.5, integer=True))

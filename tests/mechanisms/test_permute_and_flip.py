@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import binomial_tolerance, pf_probabilities, pf_probabilities_by_count
 
-from dpjax.mechanisms import Cost, permute_and_flip
+from dpjax.mechanisms import permute_and_flip
+from dpjax.privacy import Cost
+from tests.conftest import binomial_tolerance, pf_probabilities, pf_probabilities_by_count
 
 N_DRAWS = 100_000
 
@@ -119,6 +120,7 @@ def test_permute_and_flip_frequencies_vmap_over_keys():
     assert_frequencies(draws, pf_probabilities(UTILITY, 1.0, 2.0))
 
 
+@pytest.mark.slow
 def test_permute_and_flip_vmap_over_epsilon():
     epsilons = [0.2, 1.0, 6.0]
     n = 50_000
@@ -160,6 +162,7 @@ def test_permute_and_flip_under_jit():
     assert len({int(fn(jax.random.key(s), 0.1)[0]) for s in range(20)}) > 1
 
 
+@pytest.mark.slow
 def test_permute_and_flip_vmap_keys_matches_single_calls():
     keys = jax.random.split(jax.random.key(40), 4)
     utility = jnp.asarray(np.random.default_rng(0).normal(size=(200, 7)), jnp.float32)

@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 
 import dpjax
-from dpjax import BudgetAccountant, BudgetExceededError
-from dpjax.mechanisms.accounting import advanced_composition, zcdp_to_dp
+from dpjax.privacy import (
+    BudgetAccountant,
+    BudgetExceededError,
+    LedgerEntry,
+    PrivacyLedger,
+    advanced_composition,
+    zcdp_to_dp,
+)
 
 SMALL = dict(method="random_trees", n_trees=3, depth=2)
 
@@ -102,6 +108,7 @@ def test_the_accountant_is_one_shared_account():
         BudgetAccountant(epsilon=-1.0)
 
 
+@pytest.mark.slow
 def test_grid_search_spends_from_one_accountant_and_stops_at_its_total(data):
     from sklearn.model_selection import GridSearchCV
 
@@ -124,7 +131,7 @@ def test_grid_search_spends_from_one_accountant_and_stops_at_its_total(data):
 def test_zcdp_check_counts_a_delta_request_at_its_worst(data):
     """A request with δ > 0 may spend its ε in pure releases (ρ = ε²/2 each) or in releases
     without a ρ: the check charges the worse, so a fit that passes it is always recorded."""
-    from dpjax.mechanisms.accounting import LedgerEntry, PrivacyLedger
+    from dpjax.privacy import LedgerEntry, PrivacyLedger
 
     X, y = data
     accountant = BudgetAccountant(epsilon=20.0, delta=1e-5, composition="zcdp")
@@ -147,3 +154,25 @@ def test_one_neighbouring_relation_per_accountant(data):
         dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), neighbouring="replace_one",
                   accountant=accountant, **SMALL)
     assert len(accountant.spends) == 1
+
+
+def test_route_totals_spend_exactly_the_total_delta_and_fall_back_to_basic():
+    """The advanced route's total δ is the accountant's δ itself (not Σδ_i + slack, which can
+    round a last bit above it); a zCDP accountant whose fits hold no release with a ρ (nor a
+    pure one) composes them by basic composition; a ledger's zCDP view needs δ in (0, 1)."""
+    deltas = [3.58e-9, 1.23e-8, 6.28e-10, 2.88e-9] * 25
+    approximate = [PrivacyLedger((LedgerEntry("release", "m", 0.02, delta=d),),
+                                 requested_epsilon=0.02, requested_delta=d) for d in deltas]
+    advanced = BudgetAccountant(epsilon=10.0, delta=1e-5, composition="advanced")
+    for ledger in approximate:
+        advanced.spend(ledger)
+    assert advanced.total()[0] < 0.6 * sum(ledger.epsilon for ledger in approximate)
+    assert advanced.total()[1] == 1e-5
+    zcdp = BudgetAccountant(epsilon=10.0, delta=1e-5, composition="zcdp")
+    for ledger in approximate:
+        zcdp.spend(ledger)
+    assert zcdp.total() == (pytest.approx(2.0), pytest.approx(sum(deltas)))
+    pure = PrivacyLedger((LedgerEntry("counts", "Laplace", 0.1, count=3),),
+                         requested_epsilon=1.0)
+    with pytest.raises(ValueError, match="delta"):
+        pure.zcdp(0.0)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dpjax.mechanisms import (
+from dpjax.privacy import (
     LedgerEntry,
     PrivacyLedger,
     advanced_composition,

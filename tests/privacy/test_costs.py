@@ -12,15 +12,17 @@ import numpy as np
 import pytest
 
 from dpjax.ensembles.random_trees import leaf_epsilon
-from dpjax.mechanisms import Cost, PrivacyLedger, laplace_mechanism, parallel, permute_and_flip
+from dpjax.mechanisms import laplace_mechanism, permute_and_flip
 from dpjax.mechanisms.exact import laplace_fraction
-from dpjax.mechanisms.rounding import round_up
+from dpjax.privacy import Cost, PrivacyLedger, parallel
+from dpjax.privacy.rounding import round_up
 
 # --------------------------------------------------------------------------------------------
 # Costs: pytrees, gating, parallel composition, the ledger built from them
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cost_is_a_pytree_through_jit_vmap_and_scan():
     def release(key, epsilon):
         return laplace_mechanism(key, jnp.zeros(4), 1.0, epsilon, integer=True)[1]

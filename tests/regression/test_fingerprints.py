@@ -7,13 +7,21 @@ from __future__ import annotations
 import json
 
 import pytest
-from fingerprint import CONFIGS, METHODS, RECORD, fit_record, platform, sweep_record
+
+from tests.regression.fingerprint import (
+    CONFIGS,
+    METHODS,
+    RECORD,
+    fit_record,
+    platform,
+    sweep_record,
+)
 
 COMMITTED = json.loads(RECORD.read_text())
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     COMMITTED["platform"] != platform(),
     reason=f"fingerprints were recorded on {COMMITTED['platform']}, not {platform()}: float "
-           "results are comparable bit for bit on one JAX version and backend only")
+           "results are comparable bit for bit on one JAX version and backend only")]
 
 
 @pytest.mark.parametrize("name, method, dataset, arguments", CONFIGS,

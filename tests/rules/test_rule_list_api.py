@@ -15,6 +15,7 @@ Y = np.where(RNG.uniform(size=600) < 0.05, 1 - Y, Y)
 BOUNDS = {c: (0.0, 1.0) for c in X.columns}
 
 
+@pytest.mark.slow
 def test_sweep_over_epsilon_is_one_program_and_within_each_budget():
     sweep = dpjax.sweep(X, Y, method="rule_list", epsilon=[0.5, 2.0, 8.0], seeds=[0, 1],
                         bounds=BOUNDS, n_bins=2, max_rules=2)
@@ -27,6 +28,7 @@ def test_sweep_over_epsilon_is_one_program_and_within_each_budget():
     assert single.score(X, Y) >= 0.9          # the rule "a and not b" is found at ε = 8
 
 
+@pytest.mark.slow
 def test_sklearn_estimator_clones_fits_and_describes():
     from sklearn.base import clone
     from sklearn.model_selection import cross_val_score
@@ -46,6 +48,7 @@ def test_sklearn_estimator_clones_fits_and_describes():
     assert scores.shape == (3,)
 
 
+@pytest.mark.slow
 def test_summary_prints_the_list_and_the_ledger():
     model = dpjax.fit(X, Y, method="rule_list", epsilon=8.0, key=0, bounds=BOUNDS, n_bins=2)
     summary = model.summary()

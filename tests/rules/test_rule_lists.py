@@ -24,24 +24,20 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Z, binomial_tolerance, pf_probabilities
 
 import dpjax
 from dpjax.data import DataDependentWarning
-from dpjax.learners.rule_list import UnprovenClaimWarning
 from dpjax.mechanisms.exponential import GAMMA_SLACK
-from dpjax.rules import (
-    SELECTIONS,
+from dpjax.mechanisms.smooth_sensitivity import (
     confidence_threshold,
-    fit_rule_list,
-    gini_count,
     gini_local_sensitivity,
-    literal_table,
-    node_stats,
     smooth_sensitivity_gini,
 )
+from dpjax.rules import SELECTIONS, UnprovenClaimWarning, gini_count, literal_table, node_stats
 from dpjax.rules.candidates import MAX_ROWS, literal_values, normalised_gini
 from dpjax.rules.greedy import COUNT_SENSITIVITY, delta_shares, node_epsilon
+from tests.conftest import Z, binomial_tolerance, pf_probabilities
+from tests.helpers.fits import fit_rule_list
 
 BETA_1 = 3.0 - 2.0 * math.sqrt(2.0)
 BETA_2 = 3.0 + 2.0 * math.sqrt(2.0)
@@ -652,6 +648,7 @@ BUDGET_CONFIGS = [(s, 3, "add_remove") for s in SELECTIONS] + [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("selection", "max_rules", "neighbouring"), BUDGET_CONFIGS)
 def test_budget_is_never_exceeded(selection, max_rules, neighbouring):
     spent_all = 0
@@ -770,6 +767,7 @@ def test_same_key_same_list_different_key_different_noise():
 PF_DRAWS = 16_000
 
 
+@pytest.mark.slow
 def test_count_gini_first_rule_frequencies():
     """One node (``max_rules = 1``, single literals of two features): the chosen candidate's
     frequency over ``PF_DRAWS`` fits against the exact permute-and-flip probabilities of the

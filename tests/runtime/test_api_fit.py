@@ -90,7 +90,7 @@ def test_clear_caches_drops_compiled_programs_and_later_fits_recompile(banknote)
     fit = dict(method="random_trees", epsilon=1.0, key=0, n_trees=2, depth=2, bounds=bounds)
     first = dpjax.fit(X, y, **fit)
     dpjax.clear_caches()
-    assert not dpjax.preparation._COMPILED
+    assert not dpjax._preparation._COMPILED
     second = dpjax.fit(X, y, **fit)
     assert second.timings.compile_s > 0.0
     chex.assert_trees_all_equal(first.params, second.params)

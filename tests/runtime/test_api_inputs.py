@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_api import SMALL
 
 import dpjax
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning
+from tests.helpers.api import SMALL
 
 # --------------------------------------------------------------------------------------------
 # Bad inputs

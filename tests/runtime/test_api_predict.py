@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_api import SMALL
 
 import dpjax
+from tests.helpers.api import SMALL
 
 # --------------------------------------------------------------------------------------------
 # Prediction

@@ -9,16 +9,17 @@ import warnings
 import chex
 import numpy as np
 import pytest
-from helpers_api import SMALL, assert_spent
 
 import dpjax
 from dpjax.data import DataDependentWarning
+from tests.helpers.api import SMALL, assert_spent
 
 # --------------------------------------------------------------------------------------------
 # The ledger never exceeds the budget
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
 @pytest.mark.parametrize("n_trees", [1, 3, 21])
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import chex
 import numpy as np
 import pytest
-from conftest import learner_fit
-from helpers_api import SMALL, assert_spent
 
 import dpjax
-from dpjax.api import grid_keys
+from dpjax._keys import grid_keys
+from tests.conftest import learner_fit
+from tests.helpers.api import SMALL, assert_spent
 
 # --------------------------------------------------------------------------------------------
 # Sweeps
@@ -24,6 +24,7 @@ def toy_sweep(toy_xy):
     return dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=3, bounds=bounds, **SMALL)
 
 
+@pytest.mark.slow
 def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
     X, y, _ = toy_xy
     sweep = toy_sweep
@@ -45,9 +46,10 @@ def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
     assert sweep.model(1, 2).privacy is sweep.ledgers[1]
 
 
+@pytest.mark.slow
 def test_sweep_model_is_the_learner_fit_with_its_own_key(toy_xy, toy_sweep):
     """sweep.model(i, j) is the learner's fit with point ``i``'s own key and the seed's
-    structure key (``dpjax.api.grid_keys``: data-independent splits, shared along the grid):
+    structure key (``dpjax._keys.grid_keys``: data-independent splits, shared along the grid):
     equal to float32 rounding, and its ledger is that fit's costs."""
     X, y, _ = toy_xy
     for i, eps in enumerate(SWEEP_EPS):
@@ -95,6 +97,7 @@ def test_sweep_default_seed_is_fresh_entropy(toy_xy):
     assert not np.array_equal(first.params.feature, second.params.feature)
 
 
+@pytest.mark.slow
 def test_sweep_reuses_compiled_program_with_new_data(toy_xy):
     """Two sweeps with the same shapes and settings share one compiled program, but each must
     fit its own data (the data are arguments of the cached program, not constants)."""

@@ -14,11 +14,11 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import small
 
 import dpjax
 from dpjax.data import OutOfBoundsWarning
 from dpjax.sklearn import DPBoostedTreesClassifier, DPRandomTreesClassifier
+from tests.conftest import small
 
 SMALL = dict(n_trees=2, depth=2)
 BOUNDS = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
@@ -147,6 +147,7 @@ def test_sweep_specific_rejections(data, change, pattern):
         dpjax.sweep(X, y, bounds=BOUNDS, **({"epsilon": 1.0, "seeds": 1} | change), **SMALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(dpjax.LEARNERS))
 def test_documented_behaviours_one_row_and_one_class(data, method):
     """One row and one class are valid datasets: they fit (no exception may depend on the
@@ -275,12 +276,12 @@ def test_no_warning_escapes_as_an_error_for_valid_input(data):
 def test_requests_a_learner_cannot_serve_are_refused_before_compiling(data, monkeypatch):
     """A learner's own request checks (``Learner.check_request``) run in the preparation, so
     the error is not raised from inside a traced program."""
-    import dpjax.api
+    import dpjax._api
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled before refusing the request")
 
-    monkeypatch.setattr(dpjax.api, "compile_cached", no_compile)
+    monkeypatch.setattr(dpjax._api, "compile_cached", no_compile)
     X, y = data
     for request in (dict(method="smooth_boost", weak_learner="halfspace"),
                     dict(method="rule_list", selection="smooth_laplace")):

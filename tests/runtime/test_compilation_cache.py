@@ -50,6 +50,7 @@ def run_fit(env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["path", "off"])
 def test_a_second_process_loads_the_program(tmp_path, setting):
     cache = tmp_path / "cache"

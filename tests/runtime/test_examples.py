@@ -9,9 +9,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.slow
 def test_model_tour_fits_prints_plots_exports_and_stops_at_its_budget(monkeypatch, tmp_path,
                                                                       capsys):
     monkeypatch.setenv("DPJAX_EXAMPLE_OUT", str(tmp_path))

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import small
 
 import dpjax
+from dpjax.learner import positive_float, traced
 from dpjax.learners import (
     LEARNERS,
     FitContext,
@@ -25,9 +25,12 @@ from dpjax.learners import (
     RFLaplace,
     get_learner,
     register,
+    unregister,
 )
-from dpjax.learners.base import positive_float, traced
 from dpjax.mechanisms import laplace_mechanism
+from tests.conftest import small
+
+pytestmark = pytest.mark.slow
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=(120, 3))
@@ -69,9 +72,9 @@ class NoisyPrior(Learner):
 
 @pytest.fixture
 def toy_learner():
-    register(NoisyPrior)           # the one registration line
+    register(params=(), estimator="DPNoisyPriorClassifier")(NoisyPrior)   # the registration
     yield NoisyPrior
-    LEARNERS.pop(NoisyPrior.name)
+    unregister(NoisyPrior.name)
 
 
 def test_toy_learner_fits_sweeps_and_predicts_through_the_api(toy_learner):
@@ -114,13 +117,14 @@ def test_configs_are_validated_once_and_hashable():
 
 def test_register_guards_the_cache_key_contract_and_names():
     with pytest.raises(ValueError, match="already registered"):
-        register(dataclasses.make_dataclass("Impostor", [], bases=(RandomTrees,), frozen=True,
-                                            namespace={"name": "random_trees"}))
+        register(params=(), estimator="DPImpostorClassifier")(dataclasses.make_dataclass(
+            "Impostor", [], bases=(RandomTrees,), frozen=True,
+            namespace={"name": "random_trees"}))
     leaky = dataclasses.make_dataclass(
         "Leaky", [("n", int, dataclasses.field(default=1, compare=False))], bases=(Learner,),
         frozen=True, namespace={"name": "toy_leaky"})
     with pytest.raises(TypeError, match="left out of =="):
-        register(leaky)
+        register(params=(), estimator="DPLeakyClassifier")(leaky)
     with pytest.raises(ValueError, match="not a registered learner"):
         dpjax.fit(X, Y, method=NoisyPrior(), epsilon=1.0, bounds=BOUNDS)
 

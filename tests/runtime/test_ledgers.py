@@ -11,6 +11,8 @@ import pytest
 
 import dpjax
 
+pytestmark = pytest.mark.slow
+
 BOUNDS = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
 CONFIGS = [
     ("boosted", dict()),

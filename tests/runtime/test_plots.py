@@ -27,6 +27,7 @@ def close_figures():
     plt.close("all")
 
 
+@pytest.mark.slow
 def test_plot_tree_draws_every_split_and_leaf_box(data):
     X, y = data
     model = dpjax.fit(X, y, method="random_trees", n_trees=2, depth=3, epsilon=1.0,
@@ -41,6 +42,7 @@ def test_plot_tree_draws_every_split_and_leaf_box(data):
         plots.plot_tree(rules)
 
 
+@pytest.mark.slow
 def test_plot_importances_and_ledger(data):
     X, y = data
     model = dpjax.fit(X, y, method="boosted", epsilon=2.0, bounds=(0, 1), key=0)
@@ -53,6 +55,7 @@ def test_plot_importances_and_ledger(data):
     assert sum(p.get_width() for p in bars) == pytest.approx(model.privacy.basic_epsilon)
 
 
+@pytest.mark.slow
 def test_plot_sweep_one_line_per_other_setting(data):
     X, y = data
     sweep = dpjax.sweep(X, y, method="boosted", epsilon=[0.5, 2.0], learning_rate=[0.5, 1.0],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpjax.progress import bar, progress, wanted
+from dpjax._progress import bar, progress, wanted
 
 
 def test_bars_follow_the_environment_and_stay_quiet_in_tests(monkeypatch, capsys):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import dpjax
-from dpjax.ensembles import random_trees as rt
+from dpjax.ensembles.random_trees import forest as rt
+from dpjax.privacy import fixed_point
 
 FOREST = dict(n_trees=3, depth=3)
 
@@ -32,6 +33,7 @@ def test_zero_weights_are_removed_rows(data, method):
     np.testing.assert_array_equal(weighted.params.leaf, subset.params.leaf)
 
 
+@pytest.mark.slow
 def test_a_record_moves_each_tree_by_at_most_its_weight(data):
     """Adding one record of weight w changes one tree's fixed-point counts by floor(256 w) in
     L1: within the sensitivity (1 record = 256 units) the release is calibrated to."""
@@ -45,9 +47,10 @@ def test_a_record_moves_each_tree_by_at_most_its_weight(data):
                                 jnp.asarray(y[:-1]), 2, 8, weights[:-1])
     change = np.abs(np.asarray(counts) - np.asarray(more)).sum((1, 2))
     np.testing.assert_array_equal(change, int(np.floor(float(weights[-1]) * 256)))
-    assert change.max() <= 2**rt.WEIGHT_BITS
+    assert change.max() <= 2**fixed_point.BITS
 
 
+@pytest.mark.slow
 def test_weighted_fits_spend_the_same_budget_and_learn(data):
     X, y = data
     plain = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, **FOREST)

@@ -1,4 +1,4 @@
-"""Row sharding (:mod:`dpjax.sharding`): the fit over 8 devices equals the 1-device fit.
+"""Row sharding (:mod:`dpjax._sharding`): the fit over 8 devices equals the 1-device fit.
 
 The multi-device fits run in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count
 =8`` (the flag must be set before JAX starts): 8 CPU devices, the rows split across them."""
@@ -10,20 +10,23 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import dpjax
-from dpjax.sharding import resolve_devices, row_sharding
+from dpjax._sharding import resolve_devices, row_sharding
+
+pytestmark = pytest.mark.slow
 
 SCRIPT = textwrap.dedent("""
     import json, re, sys, warnings
     import jax, numpy as np
     import dpjax
-    sys.path.insert(0, {tests!r})
-    from conftest import small
+    sys.path.insert(0, {root!r})
+    from tests.conftest import small
     warnings.simplefilter("ignore")
     assert len(jax.devices()) == 8, jax.devices()
     rng = np.random.default_rng(0)
@@ -50,7 +53,7 @@ SCRIPT = textwrap.dedent("""
 def eight_device_fits() -> dict:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
                JAX_PLATFORMS="cpu")
-    script = SCRIPT.format(tests=os.path.dirname(__file__))
+    script = SCRIPT.format(root=str(Path(__file__).resolve().parents[2]))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

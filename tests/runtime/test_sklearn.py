@@ -54,6 +54,7 @@ def test_fit_predict_matches_dpjax_fit(banknote):
     assert clf.score(X.iloc[test], y[test]) > 0.9
 
 
+@pytest.mark.slow
 def test_cross_val_score_runs(banknote):
     X, y, bounds = banknote
     clf = DPRandomTreesClassifier(epsilon=1.0, bounds=bounds, random_state=0)
@@ -147,6 +148,7 @@ def test_new_estimators_params_and_clone(cls, planted):
     assert clone(clf).get_params() == clf.get_params()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", list(NEW_ESTIMATORS), ids=NEW_IDS)
 def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
     X, y, bounds = planted
@@ -176,6 +178,7 @@ def test_new_estimators_fit_predict_shapes_and_privacy(cls, planted):
             21, 16, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cls", "lowest"), [
     (DPBoostedTreesClassifier, 0.9),
     (DPMalphaBoostedClassifier, 0.9),

@@ -25,6 +25,8 @@ from dpjax.sklearn import (
     expected_failed_checks,
 )
 
+pytestmark = pytest.mark.slow
+
 SKLEARN_1_6 = tuple(int(p) for p in sklearn.__version__.split(".")[:2]) >= (1, 6)
 BOUNDS = (-10.0, 10.0)       # the checks' data lie within, the same for every feature
 

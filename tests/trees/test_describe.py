@@ -11,7 +11,8 @@ import pytest
 
 import dpjax
 from dpjax.data import make_feature_spec
-from dpjax.inspection import split_text, tree_importances
+from dpjax.data.describe import split_text
+from dpjax.trees.describe import tree_importances
 
 SETTINGS = {
     "random_trees": dict(n_trees=3, depth=3),
@@ -40,6 +41,7 @@ def fitted(request, planted):
                      **SETTINGS[request.param])
 
 
+@pytest.mark.slow
 def test_describe_names_the_features_and_print_shows_it(fitted):
     text = fitted.describe()
     assert "signal" in text
@@ -47,6 +49,7 @@ def test_describe_names_the_features_and_print_shows_it(fitted):
     assert all(line in printed for line in text.splitlines()) and "Privacy ledger" in printed
 
 
+@pytest.mark.slow
 def test_importances_are_a_distribution_that_finds_the_signal(fitted):
     importances = fitted.feature_importances()
     assert importances.shape == (3,) and np.all(importances >= 0)
@@ -69,7 +72,7 @@ def test_json_round_trip_predicts_the_same(fitted, planted, tmp_path):
 
 def test_load_refuses_other_types_and_other_files(fitted):
     data = json.loads(fitted.to_json())
-    for name in ("os.system", "dpjax.serialization.to_json", "dpjax.api.fit"):
+    for name in ("os.system", "dpjax._serialization.to_json", "dpjax._api.fit"):
         data["model"]["type"] = name
         with pytest.raises(ValueError, match="not a dpjax model type"):
             dpjax.load(json.dumps(data))

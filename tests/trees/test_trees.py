@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from absl.testing import parameterized
-from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 from dpjax.losses import split_risk
 from dpjax.trees import (
@@ -30,6 +29,7 @@ from dpjax.trees import (
     valid_thresholds,
 )
 from dpjax.trees.histogram import JOINT_CODES, group_size
+from tests.conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
 N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
 

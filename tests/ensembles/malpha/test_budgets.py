@@ -12,11 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_boosted import SIZE_SHARE, assert_spent, expected_ledger
 
-from dpjax.ensembles.boosted import tree_budgets
+from dpjax.ensembles.malpha import split_level_epsilons, tree_budgets
 from dpjax.mechanisms import laplace_mechanism, permute_and_flip
-from dpjax.trees import split_level_epsilons
+from tests.helpers.malpha import SIZE_SHARE, assert_spent, expected_ledger
 
 # ------------------------------------------------------------------------------------------
 # The budget formulas (§4.2, §5.3)
@@ -38,7 +37,7 @@ def test_tree_budgets_formulas(oc_private, size_share):
         np.testing.assert_array_equal(budget["size"], 0.0)
     assert_spent(budget["splits"], (1 - share_oc) * bt * per_tree)
     np.testing.assert_allclose(
-        split_level_epsilons(budget["splits"], depth),
+        split_level_epsilons(budget["splits"], depth, budget="paper"),
         [(1 - share_oc) * bt * per_tree / (depth * 2**k) for k in range(depth)], rtol=1e-6)
     assert_spent(budget["leaf"], (1 - bt) * per_tree / 2**depth)
     if oc_private:
@@ -72,7 +71,7 @@ def budget_fn(n_trees: int, depth: int, beta_mode: str, composition: str):
         budget = tree_budgets(epsilon, beta_tree, oc_private, n_trees=n_trees, depth=depth,
                               beta_oc=0.1, beta_share=0.1, beta_mode=beta_mode,
                               leaf_composition=composition, size_share=SIZE_SHARE)
-        return {**budget, "levels": split_level_epsilons(budget["splits"], depth)}
+        return {**budget, "levels": split_level_epsilons(budget["splits"], depth, budget="paper")}
     return jax.jit(jax.vmap(budgets, in_axes=(0, None, None)))
 
 
@@ -124,10 +123,12 @@ def _check_budget_grid(beta_tree: float) -> None:
     assert np.all(np.asarray(laplace_costs(jnp.asarray(releases))) <= releases)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta_tree", [0.1, 0.3, 0.5, 0.7])
 def test_float32_budgets_never_exceed_the_spec(beta_tree):
     _check_budget_grid(beta_tree)
 
 
+@pytest.mark.slow
 def test_float32_budgets_never_exceed_the_spec_beta_tree_near_one():
     _check_budget_grid(0.9)

@@ -8,7 +8,9 @@ import itertools
 import jax
 import numpy as np
 import pytest
-from helpers_boosted import (
+
+import dpjax
+from tests.helpers.malpha import (
     CODES,
     FIT,
     M_ROWS,
@@ -20,8 +22,6 @@ from helpers_boosted import (
     tree_arrays,
     weights_of,
 )
-
-import dpjax
 
 
 def node_at_depth(feature: np.ndarray, threshold: np.ndarray, k: int) -> np.ndarray:
@@ -46,6 +46,7 @@ def partition_error(groups: np.ndarray, w: np.ndarray) -> float:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_private_oc_alphas_per_level():
     """Private O.C (§5.3): root α = 1, one α per level, in [0, 1], non-increasing."""
     fit = private_fit(3)
@@ -64,6 +65,7 @@ def test_private_oc_alphas_per_level():
     assert seen_below_one
 
 
+@pytest.mark.slow
 def test_private_oc_with_huge_epsilon_is_the_level_error_ratio():
     """With a huge budget the noisy level errors are exact: ``α_k = min(α_{k−1}, E_k/E_0)``
     with ``E_k = Σ_{depth-k nodes} min{w^1, w^{−1}}`` of the released splits (first tree,

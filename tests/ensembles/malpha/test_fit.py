@@ -1,4 +1,4 @@
-"""Mα-boost end to end (spec §3, §9): shapes and determinism of ``fit_boosted``, the
+"""Mα-boost end to end (spec §3, §9): shapes and determinism of ``fit_malpha``, the
 non-private Algorithm 1 replayed in numpy, predictions, and input validation through
 ``dpjax.fit``."""
 
@@ -9,7 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_boosted import (
+
+import dpjax
+from dpjax.ensembles.malpha import link_bound, malpha_decision, malpha_predict, malpha_proba
+from dpjax.trees import leaf_index
+from tests.helpers.fits import fit_malpha
+from tests.helpers.malpha import (
     CODES,
     FIT,
     M_ROWS,
@@ -29,21 +34,12 @@ from helpers_boosted import (
     weights_of,
 )
 
-import dpjax
-from dpjax.ensembles.boosted import (
-    boosted_decision,
-    boosted_predict,
-    boosted_proba,
-    fit_boosted,
-    link_bound,
-)
-from dpjax.trees import leaf_index
-
 # ------------------------------------------------------------------------------------------
 # Shapes and determinism
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fit_shapes_private_and_non_private():
     private, _ = private_fit(3)(jax.random.key(0), 1.0, 0.5, 0.5)
     _assert_boosted_shapes(private, 3, 3)
@@ -67,6 +63,7 @@ def test_same_key_same_model_other_key_other_model():
     assert not np.allclose(other.trees.leaf, model.trees.leaf)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [1.0, None])
 def test_n_active_trees_equal_the_shorter_fit(epsilon):
     """``n_active = T'`` (traced) inside a ``T``-tree program gives exactly the ``T'``-tree fit
@@ -74,10 +71,10 @@ def test_n_active_trees_equal_the_shorter_fit(epsilon):
     zero cost: one compile serves every T' <= T."""
     codes, y = jnp.asarray(CODES), jnp.asarray(Y)
     common = dict(depth=2, n_codes_per_feature=N_CODES, alpha=-1.0)
-    masked = jax.jit(lambda n: fit_boosted(jax.random.key(5), codes, y, epsilon, n_trees=4,
+    masked = jax.jit(lambda n: fit_malpha(jax.random.key(5), codes, y, epsilon, n_trees=4,
                                            n_active=n, **common))
     for n_active in (1, 3):
-        short, short_costs = jax.jit(lambda n=n_active: fit_boosted(
+        short, short_costs = jax.jit(lambda n=n_active: fit_malpha(
             jax.random.key(5), codes, y, epsilon, n_trees=n, **common))()
         long, costs = masked(jnp.float32(n_active))
         head = jax.tree.map(lambda a, n=n_active: a[:n], long)
@@ -100,12 +97,12 @@ def test_fit_boosted_rejects_bad_static_options():
     codes, y = jnp.asarray(CODES), jnp.asarray(Y)
     common = dict(n_trees=1, depth=1, n_codes_per_feature=N_CODES)
     with pytest.raises(ValueError, match="binary"):
-        fit_boosted(jax.random.key(0), codes, y, 1.0, n_classes=3, **common)
+        fit_malpha(jax.random.key(0), codes, y, 1.0, n_classes=3, **common)
     with pytest.raises(ValueError, match="does not go with"):
-        fit_boosted(jax.random.key(0), codes, y, 1.0, leaf_mechanism="counts",
+        fit_malpha(jax.random.key(0), codes, y, 1.0, leaf_mechanism="counts",
                     beta_mode="fold", **common)
     with pytest.raises(ValueError, match="oc_alpha"):
-        fit_boosted(jax.random.key(0), codes, y, 1.0, oc_alpha="noisy", **common)
+        fit_malpha(jax.random.key(0), codes, y, 1.0, oc_alpha="noisy", **common)
 
 
 # ------------------------------------------------------------------------------------------
@@ -151,9 +148,9 @@ class PredictTest(chex.TestCase):
     def test_planted_problem_and_prediction_rules(self):
         model = exact_fit()(1.0)
         codes = jnp.asarray(CODES)
-        decision = np.asarray(self.variant(boosted_decision)(model, codes))
-        proba = np.asarray(self.variant(boosted_proba)(model, codes))
-        predict = np.asarray(self.variant(boosted_predict)(model, codes))
+        decision = np.asarray(self.variant(malpha_decision)(model, codes))
+        proba = np.asarray(self.variant(malpha_proba)(model, codes))
+        predict = np.asarray(self.variant(malpha_predict)(model, codes))
         chex.assert_shape(decision, (M_ROWS,))
         chex.assert_shape(proba, (M_ROWS, 2))
         chex.assert_shape(predict, (M_ROWS,))
@@ -167,20 +164,21 @@ class PredictTest(chex.TestCase):
     def test_zero_score_predicts_positive_with_probability_half(self):
         model = jax.tree.map(jnp.zeros_like, exact_fit()(1.0))
         codes = jnp.asarray(CODES)
-        np.testing.assert_array_equal(boosted_predict(model, codes), 1)
-        np.testing.assert_allclose(boosted_proba(model, codes), 0.5)
+        np.testing.assert_array_equal(malpha_predict(model, codes), 1)
+        np.testing.assert_allclose(malpha_proba(model, codes), 0.5)
 
 
 def test_private_fit_with_large_budget_learns_the_planted_split():
     model, _ = private_fit(3)(jax.random.key(0), 1e4, 1.0, 0.5)
-    assert np.mean(np.asarray(boosted_predict(model, jnp.asarray(CODES))) == Y) > 0.9
+    assert np.mean(np.asarray(malpha_predict(model, jnp.asarray(CODES))) == Y) > 0.9
 
 
+@pytest.mark.slow
 def test_model_api_predictions_are_consistent():
     model = dpjax.fit(X, Y, epsilon=5.0, key=2, n_trees=3, depth=2, **FIT)
     np.testing.assert_array_equal(model.encode(X), CODES)
     proba = model.predict_proba(X)
-    decision = np.asarray(boosted_decision(model.params, jnp.asarray(CODES)))
+    decision = np.asarray(malpha_decision(model.params, jnp.asarray(CODES)))
     np.testing.assert_array_equal(model.predict(X), (decision >= 0).astype(int))
     np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(proba[:, 1] > 0.5, decision > 0)

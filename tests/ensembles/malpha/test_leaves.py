@@ -10,18 +10,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_boosted import ZETA, assert_budget, assert_spent, np_link, np_link_bound
 
-from dpjax.ensembles import boosted
-from dpjax.ensembles.boosted import (
+from dpjax.ensembles.malpha import (
+    WEIGHT_UNIT,
     beta_rounding,
     leaf_link,
+    leaves,
     leveraging_coefficient,
     release_leaves,
     tree_budgets,
 )
 from dpjax.mechanisms.laplace import grid_step
-from dpjax.trees.malpha import WEIGHT_UNIT
+from tests.helpers.malpha import ZETA, assert_budget, assert_spent, np_link, np_link_bound
 
 # ------------------------------------------------------------------------------------------
 # Folded leaves: |β_t·h_t(λ)| <= α_LC (§4.5)
@@ -113,6 +113,7 @@ def test_release_leaves_fold_without_noise(alpha_link, clamp):
             assert np.mean(np.abs(np.asarray(leaves)) == alpha_link) > 0.5  # noise dominates
 
 
+@pytest.mark.slow
 class ReleaseLeavesTest(chex.TestCase):
 
     @chex.variants(with_jit=True, without_jit=True)
@@ -151,17 +152,18 @@ def laplace_calls(monkeypatch):
     """The shape, sensitivity, budget, bound and event axes of every Laplace release of
     ``release_leaves`` (what the costs cannot show)."""
     calls = []
-    real = boosted.laplace_mechanism
+    real = leaves.laplace_mechanism
 
     def recording(key, value, sensitivity, epsilon, **kwargs):
         calls.append((np.shape(value), float(sensitivity), float(epsilon),
                       float(kwargs["bound"]), kwargs.get("event_ndim")))
         return real(key, value, sensitivity, epsilon, **kwargs)
 
-    monkeypatch.setattr(boosted, "laplace_mechanism", recording)
+    monkeypatch.setattr(leaves, "laplace_mechanism", recording)
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("leaf_mechanism", "beta_mode", "composition", "multiplier"),
     [("value", "fold", "sequential", 1.0), ("value", "laplace", "sequential", 1.0),

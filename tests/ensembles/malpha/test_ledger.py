@@ -13,7 +13,13 @@ import chex
 import jax
 import jax.numpy as jnp
 import pytest
-from helpers_boosted import (
+
+import dpjax
+from dpjax.data import DataDependentWarning
+from dpjax.ensembles.malpha import tree_budgets
+from dpjax.mechanisms import laplace_mechanism
+from tests.helpers.fits import fit_malpha
+from tests.helpers.malpha import (
     BOOSTED,
     CODES,
     FIT,
@@ -28,16 +34,12 @@ from helpers_boosted import (
     expected_ledger,
 )
 
-import dpjax
-from dpjax.data import DataDependentWarning
-from dpjax.ensembles.boosted import fit_boosted, tree_budgets
-from dpjax.mechanisms import laplace_mechanism
-
 # ------------------------------------------------------------------------------------------
 # The privacy ledger (§4.2 eq. (18), §4.6, §5.3, §9)
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_default_config_ledger_spends_epsilon():
     model = dpjax.fit(X, Y, epsilon=1.0, key=0, **FIT)
     assert model.hyperparams["alpha"] == "oc" and model.hyperparams["n_trees"] == 10
@@ -50,6 +52,7 @@ def test_default_config_ledger_spends_epsilon():
     _assert_boosted_shapes(model.params, 10, 4)
 
 
+@pytest.mark.slow
 def test_spec_section_9_budget_example():
     """ε = 1, β_tree = 0.5, T = 10, d = 4, fixed α, public size: per-node 0.0125, 0.00625,
     0.003125, 0.0015625; the splits of one tree spend 0.05 = β_tree·ε/T. Without a public
@@ -67,6 +70,7 @@ def test_spec_section_9_budget_example():
         [0.0125 * (1 - SIZE_SHARE) / 2**k for k in range(4)], rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("eps", "beta_tree", "alpha"), [
     (0.5, 0.1, 0.1), (5.0, 0.9, "oc"), (0.01, 0.5, 1.0), (25.0, 0.3, "oc"), (1.0, 0.5, "oc")])
 def test_ledger_through_fit(eps, beta_tree, alpha):
@@ -75,6 +79,7 @@ def test_ledger_through_fit(eps, beta_tree, alpha):
     assert_ledger(model.privacy, eps, expected_ledger(eps, 3, 2, beta_tree, alpha))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
 def test_parallel_split_budget_spends_each_level_once(neighbouring):
     """``budget="parallel"`` (the learner's default): every node of a level gets the level's
@@ -101,12 +106,12 @@ LEDGER_MODES = [("value", "fold", "sequential"), ("value", "laplace", "sequentia
 @functools.cache
 def fit_costs(n_trees: int, depth: int, mode: tuple[str, str, str], public_size: bool,
               size_share: float = SIZE_SHARE):
-    """``(epsilon, alpha, beta_tree) -> costs`` of ``fit_boosted``, jitted and vmapped over the
+    """``(epsilon, alpha, beta_tree) -> costs`` of ``fit_malpha``, jitted and vmapped over the
     three (traced) settings. Only the costs are returned, so XLA drops the samplers: cheap."""
     mechanism, beta_mode, composition = mode
 
     def costs(epsilon, alpha, beta_tree):
-        return fit_boosted(jax.random.key(0), jnp.asarray(CODES), jnp.asarray(Y), epsilon,
+        return fit_malpha(jax.random.key(0), jnp.asarray(CODES), jnp.asarray(Y), epsilon,
                            alpha=alpha, beta_tree=beta_tree, size=M_ROWS if public_size else None,
                            n_trees=n_trees, depth=depth, n_codes_per_feature=N_CODES,
                            leaf_mechanism=mechanism, beta_mode=beta_mode,
@@ -114,6 +119,7 @@ def fit_costs(n_trees: int, depth: int, mode: tuple[str, str, str], public_size:
     return jax.jit(jax.vmap(costs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_trees", "depth"), [(1, 1), (2, 1), (7, 3), (20, 6)])
 @pytest.mark.parametrize("mode", LEDGER_MODES)
 def test_ledger_grid(n_trees, depth, mode):
@@ -138,6 +144,7 @@ def test_ledger_grid(n_trees, depth, mode):
             assert has_oc == (alpha == "oc" and depth > 1)
 
 
+@pytest.mark.slow
 def test_replace_one_and_laplace_beta_still_total_epsilon():
     """Replace-one: the row count is public (no noisy count), split and count sensitivities
     double; unfolded value leaves and a separately noised β_t."""
@@ -156,6 +163,7 @@ def test_replace_one_and_laplace_beta_still_total_epsilon():
     assert ledger.entries[1].mechanism == "discrete Laplace (range 2M)"  # value leaves, ±M
 
 
+@pytest.mark.slow
 def test_public_size_replaces_the_noisy_row_count():
     """Under add/remove the row count is private: without a public size a noisy count is
     released first (its share of ε, discrete Laplace of sensitivity 1); a declared size
@@ -179,6 +187,7 @@ def test_public_size_replaces_the_noisy_row_count():
             dpjax.fit(X, Y, epsilon=2.0, key=0, n_trees=3, depth=2, public_size=bad, **FIT)
 
 
+@pytest.mark.slow
 def test_noisy_row_count_sets_the_public_size():
     """With ``size=None`` the fit first releases ``m`` + discrete Laplace noise (key: the first
     half of the split key) at ``size_share·ε``, then fits exactly as with that size declared
@@ -186,7 +195,7 @@ def test_noisy_row_count_sets_the_public_size():
     key, eps = jax.random.key(9), 2.0
     codes, y = jnp.asarray(CODES), jnp.asarray(Y)
     common = dict(n_trees=2, depth=2, n_codes_per_feature=N_CODES, alpha=-1.0)
-    model, costs = jax.jit(lambda k: fit_boosted(k, codes, y, eps, **common))(key)
+    model, costs = jax.jit(lambda k: fit_malpha(k, codes, y, eps, **common))(key)
     budget = tree_budgets(eps, 0.5, True, n_trees=2, depth=2, beta_oc=0.1, beta_share=0.1,
                           beta_mode="fold", leaf_composition="sequential",
                           size_share=SIZE_SHARE)
@@ -196,13 +205,14 @@ def test_noisy_row_count_sets_the_public_size():
     assert float(costs["row count"].epsilon) == float(count_cost.epsilon)
     assert_spent(costs["row count"].epsilon, eps * SIZE_SHARE)
     # the same fit with the released count declared and ε reduced by the count's share
-    declared, _ = jax.jit(lambda k, n: fit_boosted(k, codes, y, eps * (1 - SIZE_SHARE),
+    declared, _ = jax.jit(lambda k, n: fit_malpha(k, codes, y, eps * (1 - SIZE_SHARE),
                                                    size=n, **common))(key, count)
     chex.assert_trees_all_equal(model.trees.feature, declared.trees.feature)
     chex.assert_trees_all_close(model, declared, rtol=1e-4, atol=1e-5)
     assert float(count) != M_ROWS  # the released count is noisy
 
 
+@pytest.mark.slow
 def test_exact_oc_under_dp_warns_and_is_not_private():
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
         model = dpjax.fit(X, Y, epsilon=1.0, key=0, oc_alpha="exact", n_trees=1, depth=1, **FIT)
@@ -217,6 +227,7 @@ def test_exact_oc_under_dp_warns_and_is_not_private():
     assert_ledger(fixed.privacy, 1.0, expected_ledger(1.0, 1, 1, 0.5, 0.5))
 
 
+@pytest.mark.slow
 def test_paper_fast_beta_warns_and_is_not_private_through_fit():
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
         model = dpjax.fit(X, Y, epsilon=1.0, key=0, beta_mode="paper_fast", alpha=0.5,
@@ -236,7 +247,7 @@ def test_paper_fast_beta_warns_and_is_not_private(leaf_mechanism):
     assert reasons == ["β_t from the data without noise (paper_fast)"]
     ledger = dpjax.PrivacyLedger(requested_epsilon=1.0)
     for what in reasons:
-        ledger = ledger.record(dpjax.mechanisms.LedgerEntry(what, "none", 0.0, private=False))
+        ledger = ledger.record(dpjax.privacy.LedgerEntry(what, "none", 0.0, private=False))
     assert ledger.private is False and ledger.epsilon == math.inf
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
         assert BOOSTED.replace(oc_alpha="exact").not_private() == [

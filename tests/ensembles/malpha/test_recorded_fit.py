@@ -9,7 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_boosted import (
+
+from dpjax.ensembles.malpha import WEIGHT_UNIT, boosting, leaves
+from dpjax.ensembles.malpha import tree as malpha
+from dpjax.trees import leaf_index
+from tests.helpers.fits import fit_malpha
+from tests.helpers.malpha import (
     CODES,
     M_ROWS,
     N_BINS,
@@ -25,11 +30,6 @@ from helpers_boosted import (
     weights_of,
 )
 
-from dpjax.ensembles import boosted
-from dpjax.ensembles.boosted import fit_boosted
-from dpjax.trees import leaf_index, malpha
-from dpjax.trees.malpha import WEIGHT_UNIT
-
 EAGER = dict(epsilon=2.0, beta_tree=0.4, n_trees=2, depth=3, beta_oc=0.1)
 
 
@@ -41,7 +41,7 @@ def eager_private():
     the records are taken at run time, once per round). The sensitivities are what the costs
     cannot show."""
     records = {"weights": [], "leaf": [], "oc": [], "splits": []}
-    real_grow = boosted.grow_malpha_tree
+    real_grow = boosting.grow_malpha_tree
 
     def grow(key, codes, weights, *args, **kwargs):
         jax.debug.callback(lambda w: records["weights"].append(np.asarray(w)), weights,
@@ -58,11 +58,11 @@ def eager_private():
         return mechanism
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(boosted, "grow_malpha_tree", grow)
-        patch.setattr(boosted, "laplace_mechanism", recorder("leaf", boosted.laplace_mechanism))
+        patch.setattr(boosting, "grow_malpha_tree", grow)
+        patch.setattr(leaves, "laplace_mechanism", recorder("leaf", leaves.laplace_mechanism))
         patch.setattr(malpha, "laplace_mechanism", recorder("oc", malpha.laplace_mechanism))
         patch.setattr(malpha, "permute_and_flip", recorder("splits", malpha.permute_and_flip))
-        model, costs = fit_boosted(jax.random.key(3), jnp.asarray(CODES), jnp.asarray(Y),
+        model, costs = fit_malpha(jax.random.key(3), jnp.asarray(CODES), jnp.asarray(Y),
                                    EAGER["epsilon"], alpha=-1.0, beta_tree=EAGER["beta_tree"],
                                    size=M_ROWS, n_trees=EAGER["n_trees"], depth=EAGER["depth"],
                                    beta_oc=EAGER["beta_oc"], n_codes_per_feature=N_CODES)
@@ -76,6 +76,7 @@ def eager_private():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_jit_equals_no_jit_and_shorter_fits_are_prefixes(eager_private):
     """Tree ``t`` draws from ``fold_in(key, t)``, spends ``ε/T`` and is weighted by the released
     trees before it, so the un-jitted 2-tree fit at ε = 2 is exactly the first two trees of the
@@ -99,6 +100,7 @@ def test_jit_equals_no_jit_and_shorter_fits_are_prefixes(eager_private):
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_private_weights_come_from_the_released_noisy_model(eager_private):
     model, _, records = eager_private
     weights = records["weights"]

@@ -12,13 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_sensitivity import ADD, _assert_within, _recorded, _traced_meta
-from helpers_sensitivity_malpha import CLAMP, N_CODES, WEIGHT_FLOOR
 
-from dpjax.ensembles import boosted
-from dpjax.ensembles.boosted import fit_boosted
+from dpjax.ensembles.malpha import boosting
 from dpjax.losses.proper import inverse_link
+from dpjax.mechanisms import size
 from dpjax.trees.predict import leaf_index
+from tests.helpers.fits import fit_malpha
+from tests.helpers.sensitivity import ADD, _assert_within, _recorded, _traced_meta
+from tests.helpers.sensitivity_malpha import CLAMP, N_CODES, WEIGHT_FLOOR
 
 # ------------------------------------------------------------------------------------------
 # 8, and the adaptive weights of boosting
@@ -43,7 +44,7 @@ def test_noisy_row_count():
     the row count, with sensitivity 1 under add/remove. There is no count under replace-one,
     where the size is public."""
     codes, y = _boost_data()
-    fit = functools.partial(fit_boosted, n_trees=1, depth=1, n_codes_per_feature=N_CODES)
+    fit = functools.partial(fit_malpha, n_trees=1, depth=1, n_codes_per_feature=N_CODES)
     counts = []
 
     def first_release(key, value, sensitivity, epsilon, **kwargs):
@@ -52,7 +53,7 @@ def test_noisy_row_count():
 
     for rows in (BOOST_ROWS - 1, BOOST_ROWS):      # eager: the count is the first release
         with pytest.MonkeyPatch.context() as patch, pytest.raises(_Released):
-            patch.setattr(boosted, "laplace_mechanism", first_release)
+            patch.setattr(size, "laplace_mechanism", first_release)
             fit(jax.random.key(0), codes[:rows], y[:rows], 1.0)
     assert counts == [(BOOST_ROWS - 1, 1.0, True), (BOOST_ROWS, 1.0, True)]
     _assert_within(f"noisy row count {ADD}", abs(counts[1][0] - counts[0][0]), 1.0, exact=True)
@@ -73,7 +74,7 @@ def test_boosting_weights_depend_only_on_the_released_model(mode):
     leaf_mechanism, beta_mode, alpha = mode
     codes, y = _boost_data()
     weights: list[np.ndarray] = []
-    real_grow = boosted.grow_malpha_tree
+    real_grow = boosting.grow_malpha_tree
 
     def grow(key, codes, round_weights, *args, **kwargs):
         jax.debug.callback(lambda w: weights.append(np.asarray(w)), round_weights,
@@ -81,12 +82,12 @@ def test_boosting_weights_depend_only_on_the_released_model(mode):
         return real_grow(key, codes, round_weights, *args, **kwargs)
 
     def fit(key):
-        return fit_boosted(key, codes, y, jnp.float32(2.0), alpha=alpha, n_trees=BOOST_TREES,
+        return fit_malpha(key, codes, y, jnp.float32(2.0), alpha=alpha, n_trees=BOOST_TREES,
                            depth=BOOST_DEPTH, n_codes_per_feature=N_CODES, clamp=CLAMP,
                            leaf_mechanism=leaf_mechanism, beta_mode=beta_mode)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(boosted, "grow_malpha_tree", grow)
+        patch.setattr(boosting, "grow_malpha_tree", grow)
         (model, _), _, _ = _recorded(fit, jax.random.key(4), vmap=False, keep_arrays=False)
         jax.effects_barrier()
     assert len(weights) == BOOST_TREES

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers_sensitivity import _assert_within, _grid_ints
 
 from dpjax.mechanisms.laplace import grid_step
+from tests.helpers.sensitivity import _assert_within, _grid_ints
 
 # ------------------------------------------------------------------------------------------
 # 9. The grid release of laplace_mechanism

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers_sensitivity import ADD, REL, REPLACE, _assert_within, _np_class_sums, _np_level_nodes
-from helpers_sensitivity_malpha import (
+
+from dpjax.ensembles.malpha import WEIGHT_UNIT, beta_rounding
+from tests.helpers.sensitivity import (
+    ADD,
+    REL,
+    REPLACE,
+    _assert_within,
+    _np_class_sums,
+    _np_level_nodes,
+)
+from tests.helpers.sensitivity_malpha import (
     CLAMP,
     LEAF_MODES,
     TREE_DEPTH,
@@ -18,9 +27,6 @@ from helpers_sensitivity_malpha import (
     _direct_run,
     _tree_run,
 )
-
-from dpjax.ensembles.boosted import beta_rounding
-from dpjax.trees.malpha import WEIGHT_UNIT
 
 # ------------------------------------------------------------------------------------------
 # 7. β_t and the folded leaf values: direct property tests
@@ -64,6 +70,7 @@ def test_folded_leaf_values_are_clipped_to_alpha_link():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", LEAF_MODES, ids="/".join)
 def test_boosted_leaf_releases_end_to_end(mode):
     """The leaf releases of ``release_leaves`` (Mα spec §4.4–§4.5) on a private Mα tree's leaf

@@ -11,12 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_sensitivity import ADD, _assert_within, _np_class_sums, _np_fixed_point
-from helpers_sensitivity_malpha import WEIGHT_FLOOR
 
-from dpjax import api
+from dpjax import privacy
+from dpjax.ensembles.malpha import WEIGHT_UNIT, class_stats
+from dpjax.privacy.fixed_point import BITS as WEIGHT_BITS
+from dpjax.privacy.fixed_point import MAX_ROWS as MAX_FIXED_POINT_ROWS
 from dpjax.trees.histogram import leaf_stats, node_histogram
-from dpjax.trees.malpha import MAX_FIXED_POINT_ROWS, WEIGHT_BITS, WEIGHT_UNIT, class_stats
+from tests.helpers.sensitivity import ADD, _assert_within, _np_class_sums, _np_fixed_point
+from tests.helpers.sensitivity_malpha import WEIGHT_FLOOR
 
 # ------------------------------------------------------------------------------------------
 # 0. The neighbouring relations and the absent-record representation
@@ -26,7 +28,7 @@ from dpjax.trees.malpha import MAX_FIXED_POINT_ROWS, WEIGHT_BITS, WEIGHT_UNIT, c
 def test_replace_one_doubles_the_count_sensitivities():
     """The api's neighbouring relations: count sensitivity 1 under add/remove-one and 2 under
     replace-one (random-trees spec A2, Mα spec §4.1); every fit gets it as ``sensitivity``."""
-    assert api.SENSITIVITY == {"add_remove": 1.0, "replace_one": 2.0}
+    assert privacy.SENSITIVITY == {"add_remove": 1.0, "replace_one": 2.0}
 
 
 @pytest.mark.parametrize("fixed_point", [False, True], ids=["float", "fixed-point"])
@@ -43,7 +45,7 @@ def test_absent_rows_are_removed_rows(fixed_point):
     weights[-1] = 0.0
 
     def sums(codes, node, weights, y):
-        stats = class_stats(weights, y, fixed_point=fixed_point)
+        stats = class_stats(weights, y, exact=fixed_point)
         assert stats.dtype == (jnp.int32 if fixed_point else jnp.float32)
         return node_histogram(codes, node, stats, 4, 5), leaf_stats(node, stats, 4)
 
@@ -63,7 +65,7 @@ QUANT_CASES, QUANT_ROWS, QUANT_GROUPS = 4000, 40, 4
 
 def test_fixed_point_weights_have_sensitivity_one_weight_unit():
     """The fixed-point quantisation of the boosting weights (Mα spec §1.7: weights in [0, 1]).
-    ``class_stats(w, y, fixed_point=True)`` is int32 ``floor(clip(w, 0, 1)·2**WEIGHT_BITS)``,
+    ``class_stats(w, y, exact=True)`` is int32 ``floor(clip(w, 0, 1)·2**WEIGHT_BITS)``,
     one-hot by class. A neighbour's extra record of any weight in [0, 1] changes any fixed-point
     class sum (over any set of records) by at most ``WEIGHT_UNIT``, and all of them together by
     at most ``WEIGHT_UNIT`` in L1, exactly: the sensitivity the O.C and counts-leaf releases
@@ -92,7 +94,7 @@ def test_fixed_point_weights_have_sensitivity_one_weight_unit():
     group = rng.integers(0, QUANT_GROUPS, (n, rows)).astype(np.int32)
 
     def sums(weights, y, group):
-        stats = class_stats(weights, y, fixed_point=True)
+        stats = class_stats(weights, y, exact=True)
         return stats, stats.sum(0), leaf_stats(group, stats, QUANT_GROUPS)
 
     stats, total, by_group = jax.tree.map(np.asarray, jax.jit(jax.vmap(sums))(

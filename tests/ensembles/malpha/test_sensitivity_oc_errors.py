@@ -10,7 +10,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from helpers_sensitivity import (
+import pytest
+
+from dpjax.ensembles.malpha import WEIGHT_UNIT, class_stats, grow_malpha_tree
+from dpjax.ensembles.malpha.tree import weighted_error
+from dpjax.trees.histogram import node_histogram, split_stats
+from tests.helpers.sensitivity import (
     ADD,
     REPLACE,
     _assert_within,
@@ -19,7 +24,7 @@ from helpers_sensitivity import (
     _np_level_nodes,
     _recorded,
 )
-from helpers_sensitivity_malpha import (
+from tests.helpers.sensitivity_malpha import (
     NODES,
     TREE_DEPTH,
     WEIGHT_FLOOR,
@@ -27,9 +32,6 @@ from helpers_sensitivity_malpha import (
     _direct_run,
     _tree_run,
 )
-
-from dpjax.trees.histogram import node_histogram, split_stats
-from dpjax.trees.malpha import WEIGHT_UNIT, class_stats, grow_malpha_tree, weighted_error
 
 # ------------------------------------------------------------------------------------------
 # 4. The O.C level errors: direct property test
@@ -58,6 +60,7 @@ def test_oc_level_weighted_errors():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_private_malpha_tree_oc_level_errors_end_to_end():
     """The O.C level errors of a private Mα tree (Mα spec §5.3), given the same earlier
     releases. Under DP ``E_k`` is an exact int32 sum of fixed-point weights (units of
@@ -155,7 +158,7 @@ def test_oc_error_exact_fixed_point_under_float32_rounding():
     def fit(codes, weights, y):
         grown, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, np.full(3, 6),
                                     jnp.float32(1.0), jnp.float32(1.0), size=size,
-                                    oc_alpha="private", epsilon_oc=epsilon_oc)
+                                    oc_alpha="private", epsilon_oc=epsilon_oc, budget="paper")
         return grown.feature, grown.threshold
 
     out, meta, arrays = _recorded(fit, *both)

@@ -8,10 +8,10 @@ The method (neighbours of one shape, recorded mechanisms, tolerances) is describ
 from __future__ import annotations
 
 import numpy as np
-from helpers_sensitivity import ADD, REPLACE, _assert_within
-from helpers_sensitivity_malpha import TREE_DEPTH, _direct_run, _tree_run
 
 from dpjax.losses.proper import criterion_sensitivity, split_sensitivity
+from tests.helpers.sensitivity import ADD, REPLACE, _assert_within
+from tests.helpers.sensitivity_malpha import TREE_DEPTH, _direct_run, _tree_run
 
 # ------------------------------------------------------------------------------------------
 # 3. The Mα split criterion: direct property tests

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from helpers_sensitivity import RATIOS, REL
+from tests.helpers.sensitivity import RATIOS, REL
 
 
 def test_print_max_ratio_summary():

@@ -10,12 +10,12 @@ import chex
 import jax
 import numpy as np
 import pytest
-from conftest import learner_fit
-from helpers_boosted import FIT, M_ROWS, X, Y, assert_ledger, exact_fit, expected_ledger
 
 import dpjax
-from dpjax.api import grid_keys
-from dpjax.ensembles.boosted import boosted_predict
+from dpjax._keys import grid_keys
+from dpjax.ensembles.malpha import malpha_predict
+from tests.conftest import learner_fit
+from tests.helpers.malpha import FIT, M_ROWS, X, Y, assert_ledger, exact_fit, expected_ledger
 
 # ------------------------------------------------------------------------------------------
 # Sweeps
@@ -31,6 +31,7 @@ def private_sweep():
                        seeds=2, **SWEEP)
 
 
+@pytest.mark.slow
 def test_sweep_grid_params_and_ledgers(private_sweep):
     sweep = private_sweep
     grid = list(itertools.product([0.5, 5.0], [0.1, 1.0, "oc"], [0.1, 0.9]))
@@ -55,10 +56,11 @@ def test_sweep_grid_params_and_ledgers(private_sweep):
     np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("i", "j"), [(0, 0), (7, 1), (11, 0)])
 def test_sweep_models_match_single_fits(private_sweep, i, j):
     """Grid point ``i`` of seed ``j`` is the learner's fit with its own key
-    (``dpjax.api.grid_keys``: its own noise and its own noisy row count), with the point's
+    (``dpjax._keys.grid_keys``: its own noise and its own noisy row count), with the point's
     traced settings; its ledger is that fit's costs."""
     sweep = private_sweep
     point = sweep.grid[i]
@@ -77,9 +79,10 @@ def test_sweep_models_match_single_fits(private_sweep, i, j):
                                 (params.trees.feature, params.trees.threshold))
     chex.assert_trees_all_close(model.params, params, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(model.predict(X),
-                                  np.asarray(boosted_predict(params, model.encode(X))))
+                                  np.asarray(malpha_predict(params, model.encode(X))))
 
 
+@pytest.mark.slow
 def test_sweep_points_have_their_own_noise(private_sweep):
     """Two grid points that differ only in ε (same seed) release different noise: every model
     of a sweep is its own release (the grid does not share keys)."""
@@ -93,6 +96,7 @@ def test_sweep_points_have_their_own_noise(private_sweep):
                               sweep.model(high, 1).params.trees.feature)
 
 
+@pytest.mark.slow
 def test_non_private_sweep():
     sweep = dpjax.sweep(X, Y, epsilon=None, alpha=[0.1, 1.0, "oc"], seeds=2, **SWEEP)
     assert [g["alpha"] for g in sweep.grid] == [0.1, 1.0, "oc"]

@@ -9,24 +9,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import binomial_tolerance, pf_probabilities_by_count, reference_leaf
 
-from dpjax.losses import split_risk, split_sensitivity
-from dpjax.trees import (
+from dpjax.ensembles.malpha import (
+    OBJECTIVE_CALIBRATION,
+    WEIGHT_UNIT,
     GrownTree,
     MalphaRule,
     class_stats,
     grow_malpha_level,
     grow_malpha_tree,
-    leaf_index,
-    level_slice,
-    level_split_stats,
     malpha_root_state,
     merge_level_costs,
     split_level_epsilons,
-    valid_thresholds,
 )
-from dpjax.trees.malpha import OBJECTIVE_CALIBRATION, WEIGHT_UNIT
+from dpjax.losses import split_risk, split_sensitivity
+from dpjax.trees import leaf_index, level_slice, level_split_stats, valid_thresholds
+from tests.conftest import binomial_tolerance, pf_probabilities_by_count, reference_leaf
 
 N_CODES = np.array([3, 5, 2, 4, 10], np.int32)
 N_VALID = int((N_CODES - 1).sum())  # valid (feature, threshold) candidates per node
@@ -52,11 +50,12 @@ def grow_fn(depth: int, private: bool):
     if private:
         def grow(key, codes, weights, y, alpha, eps):
             return grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, eps,
-                                    size=M)[0]
+                                    size=M, budget="paper")[0]
         return jax.jit(jax.vmap(grow, in_axes=(0, None, None, None, 0, 0)))
 
     def grow_exact(key, codes, weights, y, alpha):
-        tree, costs = grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, None)
+        tree, costs = grow_malpha_tree(key, codes, weights, y, depth, N_CODES, alpha, None,
+                                       budget="paper")
         assert costs == {}
         return tree
     return jax.jit(jax.vmap(grow_exact, in_axes=(0, None, None, None, 0)))
@@ -86,15 +85,18 @@ def node_members(tree: GrownTree, codes: np.ndarray, node: int) -> np.ndarray:
 
 @pytest.mark.parametrize("depth", [1, 3, 6])
 def test_split_level_epsilons_follow_eq_18_and_sum_to_the_tree_budget(depth):
-    eps = split_level_epsilons(0.7, depth)
+    eps = split_level_epsilons(0.7, depth, budget="paper")
     chex.assert_shape(eps, (depth,))
     chex.assert_type(eps, jnp.float32)
     np.testing.assert_allclose(eps, [0.7 / (depth * 2**k) for k in range(depth)], rtol=1e-6)
     np.testing.assert_allclose((eps * 2.0 ** np.arange(depth)).sum(), 0.7, rtol=1e-6)
-    levels = jax.jit(jax.vmap(lambda e: split_level_epsilons(e, depth)))(jnp.array([1.0, 2.0]))
+    levels = jax.jit(jax.vmap(lambda e: split_level_epsilons(e, depth,
+                                                             budget="paper")))(jnp.array([1.0,
+                                                                                          2.0]))
     np.testing.assert_allclose(levels[1], 2 * levels[0], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_private_tree_uses_per_level_budget():
     """Each level's nodes draw with budget eps/(d*2^k) (eq. (18)), one selection per node, as
     the costs report; the selections of the whole tree spend eps. The label names the doubled
@@ -103,7 +105,7 @@ def test_private_tree_uses_per_level_budget():
     depth, alpha, eps, size, multiplier = 3, 0.4, 0.9, 1000, 2.0
     _, costs = jax.jit(lambda key: grow_malpha_tree(
         key, codes, weights, y, depth, N_CODES, alpha, eps, size=size,
-        sensitivity_multiplier=multiplier))(jax.random.key(0))
+        sensitivity_multiplier=multiplier, budget="paper"))(jax.random.key(0))
     assert list(costs) == [f"splits at depth {k}" for k in range(depth)]
     for k in range(depth):
         cost = costs[f"splits at depth {k}"]
@@ -118,7 +120,7 @@ def test_private_tree_uses_per_level_budget():
 def test_private_tree_needs_the_public_size():
     codes, weights, y = make_problem(3, 20)
     with pytest.raises(ValueError, match="size"):
-        grow_malpha_tree(jax.random.key(0), codes, weights, y, 1, N_CODES, 0.5, 1.0)
+        grow_malpha_tree(jax.random.key(0), codes, weights, y, 1, N_CODES, 0.5, 1.0, budget="paper")
 
 
 def root_split_probabilities(codes, weights, y, alpha, size, sensitivity, eps) -> np.ndarray:
@@ -137,6 +139,7 @@ def root_split_probabilities(codes, weights, y, alpha, size, sensitivity, eps) -
     return pf_probabilities_by_count(utility, sensitivity, eps)
 
 
+@pytest.mark.slow
 def test_private_root_split_distribution():
     """The root's split is permute-and-flip on ``-crit_alpha`` of the class sums clamped to the
     public size ``ñ`` (here below the sums, so the clamp bites), with sensitivity
@@ -148,7 +151,7 @@ def test_private_root_split_distribution():
     sensitivity = multiplier * float(split_sensitivity(size, alpha))
     grow = jax.jit(jax.vmap(lambda key: grow_malpha_tree(
         key, codes, weights, y, 1, N_CODES, alpha, eps, size=size,
-        sensitivity_multiplier=multiplier)[0]))
+        sensitivity_multiplier=multiplier, budget="paper")[0]))
     tree = grow(jax.random.split(jax.random.key(13), n_keys))
     choice = np.asarray(tree.feature[:, 0]) * 10 + np.asarray(tree.threshold[:, 0])
     freq = np.bincount(choice, minlength=10 * len(N_CODES)) / n_keys
@@ -185,26 +188,29 @@ def test_planted_split_recovered_and_pure_children_frozen():
                                rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "labels"), [("pure", "zeros"), ("unsplittable", "mixed")])
 def test_root_not_split_without_dp(case, labels):
     codes, weights, _ = make_problem(1, 40)
     if case == "unsplittable":  # every example has the same codes: no split separates them
         codes = jnp.broadcast_to(codes[:1], codes.shape)
     y = jnp.zeros(40, jnp.int32) if labels == "zeros" else jnp.arange(40, dtype=jnp.int32) % 2
-    tree, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, N_CODES, 1.0, None)
+    tree, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, 2, N_CODES, 1.0, None,
+                               budget="paper")
     np.testing.assert_array_equal(tree.threshold, frozen_threshold(np.asarray(tree.feature)))
     np.testing.assert_array_equal(tree.example_leaf, 0)
     np.testing.assert_allclose(tree.leaf_stats[0], class_stats(weights, y).sum(0), rtol=1e-6)
     np.testing.assert_array_equal(tree.leaf_stats[1:], 0)
 
 
+@pytest.mark.slow
 def test_non_private_nodes_split_iff_impure_and_splittable():
     """Every node of a deeper tree: frozen iff pure/empty/unsplittable, else the argmin of
     crit over the candidates that leave both children non-empty (ties to the lowest index)."""
     codes, weights, y = make_problem(2, 120)
     alpha, depth = 0.3, 4
     tree, _ = grow_malpha_tree(jax.random.key(0), codes, weights, y, depth, N_CODES, alpha,
-                               None)
+                               None, budget="paper")
     tree = jax.tree.map(np.asarray, tree)
     stats = np.asarray(class_stats(weights, y), np.float64)
     codes_np, valid = np.asarray(codes), np.asarray(valid_thresholds(N_CODES, 10))
@@ -233,6 +239,7 @@ def test_non_private_nodes_split_iff_impure_and_splittable():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_huge_epsilon_matches_non_private_argmin():
     codes, weights, y = make_problem(4)
     alphas = jnp.array([0.3, 0.7, 1.0])
@@ -246,6 +253,7 @@ def test_huge_epsilon_matches_non_private_argmin():
     np.testing.assert_array_equal(private.example_leaf, exact.example_leaf)
 
 
+@pytest.mark.slow
 def test_tiny_epsilon_is_uniform_over_valid_candidates():
     codes, weights, y = make_problem(6)
     n_keys = 3000
@@ -262,12 +270,13 @@ def test_tiny_epsilon_is_uniform_over_valid_candidates():
         assert np.all(np.abs(freq - p) <= binomial_tolerance(p, n_keys)), (node, freq)
 
 
+@pytest.mark.slow
 def test_private_tree_is_complete_even_on_pure_data():
     """No purity test under DP (§2.3): every node gets a real split, even pure or empty ones."""
     codes, weights, _ = make_problem(8, 60)
     y = jnp.zeros(60, jnp.int32)
     tree, _ = jax.jit(lambda key: grow_malpha_tree(key, codes, weights, y, 3, N_CODES, 1.0, 1.0,
-                                                   size=60))(jax.random.key(1))
+                                                   size=60, budget="paper"))(jax.random.key(1))
     valid = np.asarray(valid_thresholds(N_CODES, 10))
     assert valid[np.asarray(tree.feature), np.asarray(tree.threshold)].all()
     assert len(np.unique(tree.example_leaf)) > 1
@@ -278,6 +287,7 @@ def test_private_tree_is_complete_even_on_pure_data():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 class MalphaTreeTest(chex.TestCase):
 
     @chex.variants(with_jit=True, without_jit=True)
@@ -286,7 +296,7 @@ class MalphaTreeTest(chex.TestCase):
         depth = 3
         for eps in (None, 1.0):
             grow = self.variant(lambda k, c, w, yy, a, e=eps: grow_malpha_tree(
-                k, c, w, yy, depth, N_CODES, a, e, size=50))
+                k, c, w, yy, depth, N_CODES, a, e, size=50, budget="paper"))
             tree, costs = grow(jax.random.key(0), codes, weights, y, 0.5)
             assert isinstance(tree, GrownTree)
             assert len(costs) == (0 if eps is None else depth)
@@ -301,19 +311,21 @@ class MalphaTreeTest(chex.TestCase):
             else:  # exact int32 fixed-point sums, in units of 2**-WEIGHT_BITS
                 chex.assert_type(tree.leaf_stats, jnp.int32)
                 np.testing.assert_array_equal(
-                    tree.leaf_stats.sum(0), class_stats(weights, y, fixed_point=True).sum(0))
+                    tree.leaf_stats.sum(0), class_stats(weights, y, exact=True).sum(0))
                 np.testing.assert_allclose(np.asarray(tree.leaf_stats.sum(0)) / WEIGHT_UNIT,
                                            class_stats(weights, y).sum(0), rtol=1e-6)
             np.testing.assert_array_equal(tree.example_leaf,
                                           leaf_index(tree.feature, tree.threshold, codes))
 
+    @pytest.mark.slow
     def test_vmap_over_keys_alpha_and_epsilon(self):
         codes, weights, y = make_problem(10, 80)
         keys = jax.random.split(jax.random.key(3), 4)
         alphas, epsilons = jnp.array([0.1, 1.0]), jnp.array([0.5, 50.0])
 
         def grow(key, alpha, eps):
-            return grow_malpha_tree(key, codes, weights, y, 2, N_CODES, alpha, eps, size=80)
+            return grow_malpha_tree(key, codes, weights, y, 2, N_CODES, alpha, eps, size=80,
+                                    budget="paper")
 
         over_budgets = jax.vmap(jax.vmap(grow, in_axes=(None, 0, 0)), in_axes=(0, None, None))
         trees, costs = jax.jit(over_budgets)(keys, alphas, epsilons)
@@ -348,14 +360,14 @@ def malpha_rule(alpha, oc_alpha, eps=None, depth=3, epsilon_oc=None, size=M, mul
     """The :class:`MalphaRule` that ``grow_malpha_tree`` builds for these arguments."""
     private = eps is not None
     return MalphaRule(jnp.float32(alpha), oc_alpha,
-                      split_level_epsilons(eps, depth) if private else None,
+                      split_level_epsilons(eps, depth, budget="paper") if private else None,
                       jnp.float32(size) if private else None, epsilon_oc, multiplier)
 
 
 def fold_levels(key, codes, weights, y, depth, rule):
     """``grow_malpha_tree`` by hand: the same key streams, one ``grow_malpha_level`` per level.
     Returns the tree, the merged costs, and each level's state and costs."""
-    stats = class_stats(weights, y, fixed_point=rule.private)
+    stats = class_stats(weights, y, exact=rule.private)
     k_splits, k_oc = jax.random.split(key)
     split_keys, oc_keys = jax.random.split(k_splits, depth), jax.random.split(k_oc, depth)
     states, level_costs = [malpha_root_state(codes.shape[0], depth, stats.dtype)], []
@@ -368,6 +380,7 @@ def fold_levels(key, codes, weights, y, depth, rule):
     return tree, merge_level_costs(level_costs), states, level_costs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("oc_alpha, eps, epsilon_oc", [
     ("private", None, None), ("exact", None, None), ("exact", 2.0, None),
     ("private", 2.0, None), ("private", 2.0, 0.01)])
@@ -377,7 +390,7 @@ def test_level_zero_sets_the_root_error_and_alpha_one_under_oc(oc_alpha, eps, ep
     ``α_1 = 1`` (§5.1, §5.3); the deeper splits are untouched."""
     codes, weights, y = make_problem(12, 40)
     rule = malpha_rule(OBJECTIVE_CALIBRATION, oc_alpha, eps, 3, epsilon_oc, size=40)
-    stats = class_stats(weights, y, fixed_point=rule.private)
+    stats = class_stats(weights, y, exact=rule.private)
     state, costs = grow_malpha_level(malpha_root_state(40, 3, stats.dtype), 0,
                                      jax.random.key(0), jax.random.key(1), codes, stats,
                                      N_CODES, rule)
@@ -394,6 +407,7 @@ def test_level_zero_sets_the_root_error_and_alpha_one_under_oc(oc_alpha, eps, ep
         assert 0.0099 < float(costs["O.C level error"].epsilon) <= 0.01  # exact-noise grid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps, epsilon_oc", [(None, None), (4.0, None), (4.0, 0.02)])
 def test_private_oc_alpha_is_non_increasing_across_levels(eps, epsilon_oc):
     """O.C ``"private"``: every node of level ``k`` is split with ``α_k``, and
@@ -410,6 +424,7 @@ def test_private_oc_alpha_is_non_increasing_across_levels(eps, epsilon_oc):
         np.testing.assert_array_equal(state.node_alpha[level_slice(k)], level_alpha[k])
 
 
+@pytest.mark.slow
 def test_level_costs_have_the_shape_of_the_level():
     """Level ``k``'s selections cost ``[2**k]`` (one per node, budget ``ε_k``, eq. (18)) and
     its O.C error release a scalar; without DP a level reports nothing."""
@@ -428,6 +443,7 @@ def test_level_costs_have_the_shape_of_the_level():
         assert costs == {} and all(c == {} for c in level_costs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier", [
     (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0),
     (OBJECTIVE_CALIBRATION, "private", None, None, 1.0),
@@ -444,7 +460,7 @@ def test_folding_the_level_function_by_hand_equals_grow_malpha_tree(
     tree, costs, _, _ = fold_levels(jax.random.key(6), codes, weights, y, 3, rule)
     expected_tree, expected_costs = grow_malpha_tree(
         jax.random.key(6), codes, weights, y, 3, N_CODES, alpha, eps, size=90,
-        oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier)
+        oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier, budget="paper")
     chex.assert_trees_all_equal(tree, expected_tree)
     assert list(costs) == list(expected_costs)
     chex.assert_trees_all_equal(costs, expected_costs)

@@ -15,29 +15,29 @@ import pandas as pd
 import pytest
 
 import dpjax
-from dpjax.ensembles.newton import (
+from dpjax.ensembles.newton import active_rounds, auto_uses_random, newton_decision
+from dpjax.ensembles.newton.boosting import (
     EPOCHS_EPSILON,
     GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
     PRIOR_LABEL,
     ROUNDS_LABEL,
     STEP_CLIP,
-    active_rounds,
-    auto_uses_random,
     cell_bound,
-    fit_newton_boosted,
     gradient_stats,
-    newton_decision,
     newton_moves,
     noise_scale,
     release_sums,
-    round_budgets,
-    zcdp_budget,
 )
 from dpjax.learners import Boosted
-from dpjax.mechanisms.accounting import zcdp_to_dp
+from dpjax.privacy import zcdp_to_dp
+from dpjax.privacy.composition import prior_and_rounds, zcdp_budget
+from tests.helpers.fits import fit_newton_boosted
 
 N_CODES = np.full(3, 8, np.int32)
+NO_PRIOR = {"min_signal": 4.0, "prior_share": 0.0, "noise": "laplace", "delta": 0.0}
+"""The schedule's settings where a test names none: ``min_signal`` 4, no prior share."""
+ALPHA_PRIOR = {**NO_PRIOR, "prior_share": 0.1}
 
 
 def planted(m: int = 400, seed: int = 0, flip: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +90,8 @@ def test_adding_a_record_moves_a_round_release_by_at_most_its_sensitivity(seed):
 @pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-3])
 def test_round_budgets_stay_within_the_request_under_the_composition_used(epsilon, rounds,
                                                                          delta):
-    budget = {k: float(v) for k, v in round_budgets(epsilon, rounds, prior_share=0.1,
-                                                    delta=delta).items()}
+    budget = {k: float(v) for k, v in prior_and_rounds(epsilon, rounds, prior_share=0.1,
+                                                       delta=delta).items()}
     basic = budget["prior"] + rounds * budget["round"]
     rho = (budget["prior"] ** 2 + rounds * budget["round"] ** 2) / 2
     zcdp = zcdp_to_dp(rho, delta) if delta > 0 else math.inf
@@ -117,13 +117,14 @@ def test_per_record_gradient_and_hessian_have_l2_norm_at_most_one_unit_plus_root
 @pytest.mark.parametrize("rounds", [3, 14, 400])
 @pytest.mark.parametrize("delta", [1e-6, 1e-3])
 def test_gaussian_budgets_compose_in_zcdp_within_the_request(epsilon, rounds, delta):
-    budget = {k: float(v) for k, v in round_budgets(epsilon, rounds, prior_share=0.1,
-                                                    delta=delta, noise="gaussian").items()}
+    budget = {k: float(v) for k, v in prior_and_rounds(epsilon, rounds, prior_share=0.1,
+                                                       delta=delta, gaussian=True).items()}
     rho = budget["prior"] ** 2 / 2 + rounds * budget["round"]   # Laplace prior: ε_0²/2
     assert zcdp_to_dp(rho, delta) <= epsilon
     assert zcdp_to_dp(rho, delta) >= epsilon * (1 - 1e-3)
 
 
+@pytest.mark.slow
 def test_gaussian_round_release_is_centred_with_the_stated_noise():
     """The discrete Gaussian round: the released sums are the sums (in rows) plus noise of the
     grid's standard deviation, within the variance-derived tolerance over 4000 draws; sums
@@ -144,6 +145,7 @@ def test_gaussian_round_release_is_centred_with_the_stated_noise():
     np.testing.assert_allclose(released.std(0), sigma, rtol=5 / math.sqrt(2 * len(keys)))
 
 
+@pytest.mark.slow
 def test_gaussian_noise_needs_delta_and_its_ledger_composes_rhos():
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     bounds = {c: (0.0, 1.0) for c in X.columns}
@@ -170,6 +172,7 @@ def test_zcdp_budget_converts_back_to_epsilon():
     assert float(zcdp_budget(1.0, 0.0)) == 0.0
 
 
+@pytest.mark.slow
 def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_views():
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     bounds = {c: (0.0, 1.0) for c in X.columns}
@@ -192,19 +195,20 @@ def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_vie
 
 # --- the public schedule: reads ε, the feature count and the configuration only ------------
 
+@pytest.mark.slow
 def test_default_schedule_is_a_function_of_public_quantities_only():
     # ε, the feature count, the configuration and the *released* size: no data argument
     assert list(inspect.signature(active_rounds).parameters) == [
         "epsilon", "n_features", "shape", "n_trees", "size", "cells", "min_signal",
         "prior_share", "noise", "delta"]
     # few released rows at a small ε: fewer, less noisy rounds (at least one)
-    assert float(active_rounds(0.1, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 1
-    assert float(active_rounds(1.0, 41, "cyclic", 20, 700.0, 10.0, 4.0, 0.1)) == 15
-    assert float(active_rounds(1.0, 14, "cyclic", 20, 14_000.0, 10.0, 4.0, 0.1)) == 14
-    assert float(active_rounds(1.0, 7, "cyclic", 20)) == 7
-    assert float(active_rounds(EPOCHS_EPSILON, 7, "cyclic", 20)) == 14
-    assert float(active_rounds(None, 7, "cyclic", 20)) == 14
-    assert float(active_rounds(0.1, 7, "random", 20)) == 20
+    assert float(active_rounds(0.1, 41, "cyclic", 20, 700.0, 10.0, **ALPHA_PRIOR)) == 1
+    assert float(active_rounds(1.0, 41, "cyclic", 20, 700.0, 10.0, **ALPHA_PRIOR)) == 15
+    assert float(active_rounds(1.0, 14, "cyclic", 20, 14_000.0, 10.0, **ALPHA_PRIOR)) == 14
+    assert float(active_rounds(1.0, 7, "cyclic", 20, **NO_PRIOR)) == 7
+    assert float(active_rounds(EPOCHS_EPSILON, 7, "cyclic", 20, **NO_PRIOR)) == 14
+    assert float(active_rounds(None, 7, "cyclic", 20, **NO_PRIOR)) == 14
+    assert float(active_rounds(0.1, 7, "random", 20, **NO_PRIOR)) == 20
     # two datasets of the same shape but different values: the same releases, the same costs
     other_codes, other_y = planted(seed=9, flip=0.4)
     for epsilon in (0.5, 8.0):
@@ -213,9 +217,10 @@ def test_default_schedule_is_a_function_of_public_quantities_only():
                  for c, y in ((CODES, Y), (other_codes, other_y))]
         chex.assert_trees_all_equal(costs[0], costs[1])
         live = np.asarray(costs[0][ROUNDS_LABEL].epsilon) > 0
-        assert live.sum() == float(active_rounds(epsilon, 3, "cyclic", 20))
+        assert live.sum() == float(active_rounds(epsilon, 3, "cyclic", 20, **NO_PRIOR))
 
 
+@pytest.mark.slow
 def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_a_pass():
     """``shape="auto"`` reads the public schedule only: at ε = 0.05 on 400 rows the cyclic
     shape affords one round for three features, so the fit boosts random trees (the table is
@@ -250,6 +255,7 @@ def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_
 
 # --- the prior and the moves ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_model_without_signal_predicts_the_released_majority():
     rng = np.random.default_rng(3)
     codes = rng.integers(0, 8, (3000, 3)).astype(np.uint8)
@@ -262,6 +268,7 @@ def test_a_model_without_signal_predicts_the_released_majority():
     assert float(costs[PRIOR_LABEL].epsilon) <= 0.05
 
 
+@pytest.mark.slow
 def test_single_class_data_fits_and_predicts_that_class():
     y = np.ones(400, np.int32)
     model, _ = fit_newton_boosted(jax.random.key(2), jnp.asarray(CODES), jnp.asarray(y),
@@ -293,6 +300,7 @@ def test_non_private_fit_is_newton_boosting_of_the_logistic_loss():
     assert np.mean((score > 0) == Y) > 0.85
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["cyclic", "random"])
 def test_private_fit_learns_the_planted_problem(shape):
     codes, y = planted(m=3000, seed=4)
@@ -319,16 +327,16 @@ def test_boosted_config_validates_and_refuses_more_than_two_classes():
                   classes=[0, 1, 2])
 
 
+@pytest.mark.slow
 def test_sweep_maps_grid_points_and_each_equals_its_single_fit():
     """The boosted sweep fits its grid points one after the other (``sweep_by_map``: each
     round skips the branch it does not use): grid point ``i`` of seed ``j`` is exactly the
     learner's fit with its own noise key and the seed's shared structure key, on both sides of
     the auto shape's switch (few rounds at the small ε: random trees; a full cyclic pass at
     the large one)."""
-    from conftest import learner_fit
-
-    from dpjax.api import grid_keys
-    from dpjax.preparation import fit_grid
+    from dpjax._keys import grid_keys
+    from dpjax._preparation import fit_grid
+    from tests.conftest import learner_fit
 
     assert Boosted.sweep_by_map and "by_map" in inspect.signature(fit_grid).parameters
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])

@@ -10,15 +10,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
-from dpjax.ensembles import forest_predict, forest_proba, leaf_distribution
-from dpjax.ensembles import random_trees as rt
-from dpjax.ensembles.random_trees import fit_random_trees, leaf_epsilon
+from dpjax.ensembles.random_trees import forest as rt
+from dpjax.ensembles.random_trees import (
+    forest_predict,
+    forest_proba,
+    leaf_distribution,
+    leaf_epsilon,
+)
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.mechanisms.exact import laplace_fraction
-from dpjax.mechanisms.rounding import round_up
+from dpjax.privacy.rounding import round_up
 from dpjax.trees import DenseTree
+from tests.conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
+from tests.helpers.fits import fit_random_trees
 
 
 def exact_counts(forest: DenseTree, codes: np.ndarray, y: np.ndarray, n_classes: int):
@@ -126,6 +131,7 @@ def test_non_private_counts_are_exact():
     np.testing.assert_allclose(smoothed.leaf, (counts + 1) / (total + 2)[..., None], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_dp_theta_tends_to_non_dp_theta_as_noise_vanishes():
     codes, y = make_data(5, 150)
     key = jax.random.key(5)
@@ -186,6 +192,7 @@ def noisy_count_fit(n_trees: int, sensitivity: float):
                                      1.0).compile()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_trees", "epsilon", "sensitivity"), [
     (1, 1.0, 1.0), (5, 2.0, 1.0), (11, 0.5, 1.0), (5, 2.0, 2.0)])
 def test_laplace_count_noise_is_exact_discrete_laplace(n_trees, epsilon, sensitivity):
@@ -229,6 +236,7 @@ def test_laplace_count_noise_is_exact_discrete_laplace(n_trees, epsilon, sensiti
     np.testing.assert_array_equal(cost.delta, 0.0)
 
 
+@pytest.mark.slow
 def test_replace_one_doubles_the_scale():
     """Sensitivity 2 (replace-one) at ``eps`` draws exactly the noise of sensitivity 1 at
     ``eps/2`` (same key): the scale ``k Delta / eps`` doubles, and so does the reported cost."""
@@ -279,6 +287,7 @@ def test_noise_reaches_empty_leaves():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_single_tree_majority_equals_threshold():
     codes, y = make_data(12, 150)
     for seed, eps in [(0, 1.0), (1, 0.1), (2, 10.0)]:
@@ -306,6 +315,7 @@ def test_voting_rules_on_a_hand_made_forest():
     np.testing.assert_array_equal(forest_predict(forest, codes, "threshold"), [0, 1])
 
 
+@pytest.mark.slow
 def test_probabilistic_voting_needs_a_key():
     codes, y = make_data(13, 150)
     forest, _ = forest_fn(4, 3, 2, True)(jax.random.key(14), jnp.asarray(codes),
@@ -330,6 +340,7 @@ def test_probabilistic_voting_needs_a_key():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_trees", "depth", "n_classes"), [(1, 3, 2), (4, 3, 2), (4, 3, 3)])
 def test_forest_shapes(n_trees, depth, n_classes):
     codes, y = make_data(15, 150, n_classes)
@@ -361,6 +372,7 @@ def test_multiclass_forest_learns():
         assert np.mean(pred == test_y) > 0.5, voting
 
 
+@pytest.mark.slow
 def test_forests_are_nested_by_tree_index():
     """Tree i's structure depends on (key, i) only: the first k trees of a 21-tree forest are
     the trees of a k-tree forest fitted with the same key."""
@@ -373,6 +385,7 @@ def test_forests_are_nested_by_tree_index():
     np.testing.assert_array_equal(big.threshold[:5], small.threshold)
 
 
+@pytest.mark.slow
 def test_structure_key_shares_the_structure_but_not_the_noise():
     """``structure_key`` (what a sweep passes) sets the data-independent structure; the key
     sets the noise. Without it the structure comes from the key."""

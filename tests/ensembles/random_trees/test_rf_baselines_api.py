@@ -5,8 +5,12 @@ from __future__ import annotations
 import chex
 import numpy as np
 import pytest
-from conftest import learner_fit
-from helpers_rf_baselines import (
+
+import dpjax
+from dpjax._keys import grid_keys
+from dpjax.learners import get_learner
+from tests.conftest import learner_fit
+from tests.helpers.rf_baselines import (
     BOUNDS,
     N_LEAVES,
     assert_one_hot,
@@ -15,15 +19,12 @@ from helpers_rf_baselines import (
     laplace_cost,
 )
 
-import dpjax
-from dpjax.api import grid_keys
-from dpjax.learners import get_learner
-
 # --------------------------------------------------------------------------------------------
 # Sweep
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rf_laplace_sweep(easy):
     (X, y), (X_test, y_test) = easy
     epsilons = [0.1, 1.0, 10.0]

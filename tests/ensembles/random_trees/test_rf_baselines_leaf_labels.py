@@ -10,12 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import binomial_tolerance, pf_probabilities, reference_leaf
-from helpers_rf_baselines import BOUNDS, assert_one_hot, assert_within_budget, easy_data
 
 import dpjax
-from dpjax.ensembles.random_trees import fit_random_trees
 from dpjax.trees import leaf_index
+from tests.conftest import binomial_tolerance, pf_probabilities, reference_leaf
+from tests.helpers.fits import fit_random_trees
+from tests.helpers.rf_baselines import BOUNDS, assert_one_hot, assert_within_budget, easy_data
 
 # leaf of every example in every tree of a forest, [T, m] (jitted once per shape)
 forest_leaf_index = jax.jit(jax.vmap(leaf_index, in_axes=(0, 0, None)))
@@ -63,6 +63,7 @@ def assert_labels_are_true_argmax(model: dpjax.Model, X: np.ndarray, y: np.ndarr
                                   err_msg=model.method)
 
 
+@pytest.mark.slow
 def test_huge_epsilon_labels_are_true_argmax(easy, three_class):
     (X, y), _ = easy
     assert_labels_are_true_argmax(
@@ -146,6 +147,7 @@ def test_planted_rows_reach_fixed_leaves():
         PLANTED_COUNTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "eps_each"), [(10.0, 1.0), (4.0, 0.4)])
 def test_rf_exponential_label_distribution_per_leaf(epsilon, eps_each):
     """Per-leaf composition: eps_leaf = eps / (T 2^d) = eps / 10."""
@@ -153,6 +155,7 @@ def test_rf_exponential_label_distribution_per_leaf(epsilon, eps_each):
     assert_label_frequencies(np.asarray(labels), eps_each)
 
 
+@pytest.mark.slow
 def test_rf_exponential_tree_composition_replace_one_halves_epsilon():
     """Tree composition under replace-one (sensitivity 2): eps_leaf = eps / (T * 2) = 1 at
     eps = 10, not the add/remove eps / T = 2."""

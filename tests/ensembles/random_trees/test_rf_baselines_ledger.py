@@ -12,8 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import Z
-from helpers_rf_baselines import (
+
+import dpjax
+from dpjax.ensembles.random_trees import forest as rt
+from dpjax.ensembles.random_trees import leaf_epsilon
+from dpjax.mechanisms.exact import laplace_fraction
+from dpjax.privacy.rounding import round_up
+from tests.conftest import Z
+from tests.helpers.fits import fit_random_trees
+from tests.helpers.rf_baselines import (
     BOUNDS,
     D_DEFAULT,
     EPS,
@@ -24,12 +31,6 @@ from helpers_rf_baselines import (
     assert_within_budget,
     laplace_cost,
 )
-
-import dpjax
-from dpjax.ensembles import random_trees as rt
-from dpjax.ensembles.random_trees import fit_random_trees, leaf_epsilon
-from dpjax.mechanisms.exact import laplace_fraction
-from dpjax.mechanisms.rounding import round_up
 
 # --------------------------------------------------------------------------------------------
 # RF-L defaults, ledger, neighbouring relation
@@ -64,6 +65,7 @@ def test_rf_laplace_defaults_one_hot_leaves_and_per_leaf_ledger(easy):
     assert_within_budget(ledger.epsilon, EPS)
 
 
+@pytest.mark.slow
 def test_rf_laplace_tree_composition_and_rf_exponential_ledgers(easy):
     """``leaf_composition="tree"``: one release per tree (parallel over its disjoint leaves),
     ``eps/T`` each. RF-E: one permute-and-flip selection per leaf at ``eps/(T 2^d)``; under

@@ -8,11 +8,12 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import binomial_tolerance, reference_leaf
+import pytest
 
-from dpjax.ensembles import forest_predict, forest_proba
-from dpjax.ensembles.random_trees import fit_random_trees
+from dpjax.ensembles.random_trees import forest_predict, forest_proba
 from dpjax.trees import DenseTree
+from tests.conftest import binomial_tolerance, reference_leaf
+from tests.helpers.fits import fit_random_trees
 
 # --------------------------------------------------------------------------------------------
 # Majority vote
@@ -86,6 +87,7 @@ def struct_data(seed: int) -> tuple[jax.Array, jax.Array]:
     return jnp.asarray(codes), jnp.asarray(rng.integers(0, 2, 80), jnp.int32)
 
 
+@pytest.mark.slow
 def test_rf_structure_is_uniform_and_within_global_range():
     codes, y = struct_data(0)
     forest, _ = rf_structure_fit()(jax.random.key(31), codes, y, 1.0)
@@ -106,6 +108,7 @@ def test_rf_structure_is_uniform_and_within_global_range():
                                      binomial_tolerance(1 / (n_codes - 1), t.size) + 1e-12)
 
 
+@pytest.mark.slow
 def test_rf_structure_is_data_independent():
     codes, y = struct_data(1)
     other_codes, other_y = struct_data(2)

@@ -13,7 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers_sensitivity import (
+
+from tests.helpers.fits import fit_random_trees
+from tests.helpers.sensitivity import (
     ADD,
     REPLACE,
     _assert_within,
@@ -22,8 +24,6 @@ from helpers_sensitivity import (
     _split,
     _traced_meta,
 )
-
-from dpjax.ensembles import random_trees
 
 
 def _np_leaves(feature: np.ndarray, threshold: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -73,7 +73,7 @@ def _forest_neighbours(seed: int, n_cases: int):
 
 def _forest_fit(noise: str, composition: str, sensitivity: float = 1.0):
     def fit(key, codes, y):
-        forest, _ = random_trees.fit_random_trees(
+        forest, _ = fit_random_trees(
             key, codes, y, jnp.float32(1.0), n_trees=RF_TREES, depth=RF_DEPTH,
             n_codes_per_feature=RF_CODES, n_classes=RF_CLASSES, sensitivity=sensitivity,
             noise=noise, leaf_estimate="label", leaf_composition=composition)

@@ -1,4 +1,4 @@
-"""The public stages of ``dpjax.ensembles.random_trees``: ``fit_random_trees`` is literally their
+"""The public stages of ``dpjax.ensembles.random_trees``: its ``fit`` is literally their
 composition (bit for bit, costs included), and voting over the first ``k`` trees of a nested
 forest is the ``k``-tree forest."""
 
@@ -10,8 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dpjax.ensembles import random_trees as rt
+from dpjax.ensembles.random_trees import forest as rt
 from dpjax.trees import DenseTree
+from tests.helpers.fits import fit_random_trees
 
 M, N_FEATURES, DEPTH, TREES = 80, 3, 3, 7
 N_CODES = np.full(N_FEATURES, 10)
@@ -28,9 +29,10 @@ def make_data(n_classes: int, seed: int = 0) -> tuple[jax.Array, jax.Array]:
 
 def composed(key, codes, y, epsilon, *, n_classes, sensitivity=1.0, noise="laplace",
              leaf_estimate="smoothed", leaf_composition="tree"):
-    """``fit_random_trees`` written out as its stages (the documented key schedule)."""
+    """The forest's ``fit`` written out as its stages (the documented key schedule)."""
     k_structure, k_noise, k_fallback = jax.random.split(key, 3)
-    feature, threshold = rt.forest_structures(k_structure, TREES, DEPTH, N_CODES)
+    feature, threshold = rt.forest_structures(k_structure, TREES, DEPTH, N_CODES,
+                                              threshold_range="global")
     counts = rt.leaf_class_counts(rt.forest_leaf_index(feature, threshold, codes), y,
                                   n_classes, 2**DEPTH)
     if epsilon is None:
@@ -44,6 +46,7 @@ def composed(key, codes, y, epsilon, *, n_classes, sensitivity=1.0, noise="lapla
     return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {rt.COSTS[noise]: cost}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_classes", "private", "settings"), [
     (2, False, dict(leaf_estimate="paper")),
     (2, True, dict(leaf_estimate="paper")),
@@ -59,7 +62,7 @@ def test_fit_is_the_composition_of_the_stages(n_classes, private, settings):
     @jax.jit
     def both(key, epsilon):
         epsilon = epsilon if private else None
-        fit = rt.fit_random_trees(key, codes, y, epsilon, n_trees=TREES, depth=DEPTH,
+        fit = fit_random_trees(key, codes, y, epsilon, n_trees=TREES, depth=DEPTH,
                                   n_codes_per_feature=N_CODES, n_classes=n_classes, **settings)
         return fit, composed(key, codes, y, epsilon, n_classes=n_classes, **settings)
 
@@ -73,10 +76,12 @@ def test_fit_is_the_composition_of_the_stages(n_classes, private, settings):
         assert cost.mechanism == costs2[name].mechanism
 
 
+@pytest.mark.slow
 def test_counts_and_routing_are_exact():
     """Each tree's counts hold every row once, in the leaf it is routed to, by class."""
     codes, y = make_data(3)
-    feature, threshold = rt.forest_structures(jax.random.key(0), TREES, DEPTH, N_CODES)
+    feature, threshold = rt.forest_structures(jax.random.key(0), TREES, DEPTH, N_CODES,
+                                              threshold_range="global")
     leaves = np.asarray(rt.forest_leaf_index(feature, threshold, codes))
     counts = np.asarray(rt.leaf_class_counts(jnp.asarray(leaves), y, 3, 2**DEPTH))
     assert counts.dtype == np.int32 and counts.shape == (TREES, 2**DEPTH, 3)
@@ -86,21 +91,25 @@ def test_counts_and_routing_are_exact():
     np.testing.assert_array_equal(counts, expected)
 
 
+@pytest.mark.slow
 def test_release_shapes_costs_and_bad_noise():
     codes, y = make_data(2)
-    feature, threshold = rt.forest_structures(jax.random.key(0), TREES, DEPTH, N_CODES)
+    feature, threshold = rt.forest_structures(jax.random.key(0), TREES, DEPTH, N_CODES,
+                                              threshold_range="global")
     counts = rt.leaf_class_counts(rt.forest_leaf_index(feature, threshold, codes), y, 2,
                                   2**DEPTH)
-    noisy, cost = rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5))
+    noisy, cost = rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5), sensitivity=1.0,
+                                    noise="laplace", leaf_composition="tree")
     chex.assert_shape(noisy, (TREES, 2**DEPTH, 2))
     chex.assert_shape(cost.epsilon, (TREES,))
     assert np.all(np.asarray(cost.epsilon) <= 0.5)
     labels, cost = rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5),
-                                     noise="exponential", leaf_composition="leaf")
+                                     noise="exponential", leaf_composition="leaf", sensitivity=1.0)
     chex.assert_shape(labels, (TREES, 2**DEPTH))
     chex.assert_shape(cost.epsilon, (TREES, 2**DEPTH))
     with pytest.raises(ValueError, match="noise"):
-        rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5), noise="gaussian")
+        rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5), noise="gaussian",
+                          sensitivity=1.0, leaf_composition="tree")
 
 
 def test_fallback_leaves_is_the_paper_estimates_rule():
@@ -110,6 +119,7 @@ def test_fallback_leaves_is_the_paper_estimates_rule():
     np.testing.assert_allclose(theta[2:], [[1.0, 0.0], [0.2, 0.8]], rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("voting", ["majority", "threshold"])
 def test_first_k_trees_of_a_nested_forest_are_the_k_tree_forest(voting):
     """Structures and exact counts are nested, so (with the deterministic smoothed estimate)
@@ -117,12 +127,12 @@ def test_first_k_trees_of_a_nested_forest_are_the_k_tree_forest(voting):
     one program for every k) predicts what the k-tree forest predicts."""
     codes, y = make_data(3, seed=1)
     fit = dict(depth=DEPTH, n_codes_per_feature=N_CODES, n_classes=3)
-    big, _ = rt.fit_random_trees(jax.random.key(5), codes, y, None, n_trees=21, **fit)
+    big, _ = fit_random_trees(jax.random.key(5), codes, y, None, n_trees=21, **fit)
     ks = jnp.arange(1, 22, 2)
     proba = jax.jit(jax.vmap(lambda k: rt.forest_proba(big, codes, voting, n_active=k)))(ks)
     pred = jax.jit(jax.vmap(lambda k: rt.forest_predict(big, codes, voting, n_active=k)))(ks)
     for i, k in enumerate(np.asarray(ks)):
-        small, _ = rt.fit_random_trees(jax.random.key(5), codes, y, None, n_trees=int(k), **fit)
+        small, _ = fit_random_trees(jax.random.key(5), codes, y, None, n_trees=int(k), **fit)
         np.testing.assert_allclose(proba[i], rt.forest_proba(small, codes, voting), rtol=1e-6)
         np.testing.assert_array_equal(pred[i], rt.forest_predict(small, codes, voting))
 

@@ -1,9 +1,10 @@
-"""The Gaussian large-margin halfspace weak learner for LazyBregBoost (``dpjax.linear.halfspace``,
-spec ``private-smooth-boosting.md`` §4.2–4.3, BCS20 Thm 27): the weighted mean against a float64
-brute force, the level form of the measure against the dense projection for votes on the
-``1/Q`` grid, the replace-one L2 sensitivity of the computed weighted mean against ``4/(κn)``,
-the vote grid and range, learning and costs of the boosted halfspaces, ``method="smooth_boost",
-weak_learner="halfspace"`` through the API and the estimator, and an audit of one round."""
+"""The Gaussian large-margin halfspace weak learner for LazyBregBoost
+(``dpjax.ensembles.smooth_boost.halfspace``, spec ``private-smooth-boosting.md`` §4.2–4.3, BCS20
+Thm 27): the weighted mean against a float64 brute force, the level form of the measure against
+the dense projection for votes on the ``1/Q`` grid, the replace-one L2 sensitivity of the
+computed weighted mean against ``4/(κn)``, the vote grid and range, learning and costs of the
+boosted halfspaces, ``method="smooth_boost", weak_learner="halfspace"`` through the API and the
+estimator, and an audit of one round."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dpjax.ensembles.smooth_boost import (
     smooth_boost,
     smooth_boost_decision,
 )
-from dpjax.linear.halfspace import (
+from dpjax.ensembles.smooth_boost.halfspace import (
     RESOLUTION,
     Halfspace,
     dp_halfspace_learner,
@@ -33,7 +34,7 @@ from dpjax.linear.halfspace import (
     halfspace_value,
     weighted_mean,
 )
-from dpjax.mechanisms.accounting import Cost, zcdp_to_dp
+from dpjax.privacy import Cost, zcdp_to_dp
 
 Q = RESOLUTION
 
@@ -231,6 +232,7 @@ def test_votes_lie_on_the_grid_within_one_step_of_the_value(seed):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_boosted_halfspaces_learn_an_additive_rule_at_large_rho_and_spend_their_budget():
     """On 2,000 rows of 5 features with 10 codes, ``y`` the sign of an additive score
     ``Σ_f a_f(code_f)`` (centred at its median) with 5% label noise (Bayes accuracy 0.95; a
@@ -260,6 +262,7 @@ def test_boosted_halfspaces_learn_an_additive_rule_at_large_rho_and_spend_their_
     assert accuracy[1e-7] <= 0.65, accuracy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho", [0.5])
 def test_boosted_halfspace_audit_within_its_claim(rho):
     """One round on a 6-row sample and its replace-one neighbour (an outlier row with the other
@@ -295,6 +298,7 @@ def _planted(m: int = 1200, seed: int = 11) -> tuple[pd.DataFrame, np.ndarray, d
     return X, y, {name: (0.0, 1.0) for name in X.columns}
 
 
+@pytest.mark.slow
 def test_smooth_boost_with_halfspaces_fit_ledger_summary_and_estimator():
     """``dpjax.fit(method="smooth_boost", weak_learner="halfspace", ε = 1, δ = 1e-6)``: the
     ledger is private, composed in zCDP, spends at most ``ε`` at ``δ = 1e-6`` and at least what

@@ -1,4 +1,4 @@
-"""Accounting of the smooth booster's rounds (``dpjax.mechanisms.budgets``, the ledger's
+"""Accounting of the smooth booster's rounds (``dpjax.privacy.composition``, the ledger's
 ``"advanced"`` and ``"zcdp"`` views, ``method="smooth_boost", accounting=...``; spec
 ``private-boosted-stumps-smooth-reweighting.md`` §6): the advanced-composition inverse against
 the spec's §6.2 table and the heterogeneous theorem, the zCDP route against its conversion, the
@@ -16,21 +16,12 @@ import pandas as pd
 import pytest
 
 import dpjax
-from dpjax.mechanisms.accounting import (
-    LedgerEntry,
-    PrivacyLedger,
-    advanced_composition,
-    zcdp_to_dp,
-)
-from dpjax.mechanisms.budgets import (
-    advanced_round_epsilon,
-    round_epsilon,
-    round_rho,
-    zcdp_budget,
-)
+from dpjax.privacy import LedgerEntry, PrivacyLedger, advanced_composition, zcdp_to_dp
+from dpjax.privacy.composition import advanced_round_epsilon, round_rho, zcdp_budget
+from dpjax.privacy.composition import route as composition_route
 
 MARGIN = 1e-5
-"""The budgets' relative safety margin (``dpjax.mechanisms.budgets.MARGIN``)."""
+"""The budgets' relative safety margin (``dpjax.privacy.composition.MARGIN``)."""
 
 # --------------------------------------------------------------------------------------------
 # the advanced-composition inverse
@@ -61,12 +52,11 @@ def test_advanced_round_epsilon_reproduces_the_spec_table(epsilon, rounds, basic
     tol = 5e-7 + 2 * MARGIN * advanced           # the table's last digit and the margin
     got = float(advanced_round_epsilon(epsilon, 0.0, rounds, 1e-5))
     assert abs(got - advanced) <= tol and got <= advanced + 5e-7, (got, advanced)
-    used = float(round_epsilon(epsilon, 0.0, rounds, 1e-5, "advanced"))
+    used = float(composition_route("advanced").per_round(epsilon, 0.0, rounds, 1e-5))
     assert abs(used - use) <= 5e-7 + 2 * MARGIN * use, (used, use)
-    np.testing.assert_allclose(used, max(float(round_epsilon(epsilon, 0.0, rounds, 1e-5,
-                                                             "basic")), got), rtol=1e-7)
-    np.testing.assert_allclose(float(round_epsilon(epsilon, 0.0, rounds, 1e-5, "basic")),
-                               basic, atol=5e-7)
+    basic_round = float(composition_route("basic").per_round(epsilon, 0.0, rounds, 1e-5))
+    np.testing.assert_allclose(used, max(basic_round, got), rtol=1e-7)
+    np.testing.assert_allclose(basic_round, basic, atol=5e-7)
     assert _advanced_total(got, 0.0, rounds, 1e-5) <= epsilon
 
 
@@ -91,20 +81,21 @@ def test_advanced_round_epsilon_with_a_fixed_release_is_the_largest_that_fits(ep
         assert total <= epsilon, (e, total)
         if floor < epsilon * (1 - 1e-4):
             assert e > 0.0 and total >= epsilon * (1 - 1e-4), (e, total)
-    route = float(round_epsilon(epsilon, fixed, rounds, delta, "advanced"))
-    basic = float(round_epsilon(epsilon, fixed, rounds, delta, "basic"))
+    route = float(composition_route("advanced").per_round(epsilon, fixed, rounds, delta))
+    basic = float(composition_route("basic").per_round(epsilon, fixed, rounds, delta))
     assert route == max(e, basic)
     assert min(_advanced_total(route, fixed, rounds, delta), rounds * route + fixed) <= epsilon
 
 
 @pytest.mark.parametrize("route", ["basic", "advanced", "zcdp"])
 def test_round_epsilon_broadcasts_over_a_vector_of_round_counts(route):
-    """:func:`~dpjax.learners.smooth_boost.active_rounds` evaluates the budget at every
+    """:func:`~dpjax.ensembles.smooth_boost.affordable_rounds` evaluates the budget at every
     ``r = 1..n_rounds`` at once: a vector of round counts gives the scalar answers
     elementwise (δ = 1e-6, beside a 0.15 release)."""
     rounds = np.arange(1, 61, dtype=np.float32)
-    vector = np.asarray(round_epsilon(3.0, 0.15, rounds, 1e-6, route))
-    scalar = [float(round_epsilon(3.0, 0.15, float(r), 1e-6, route)) for r in rounds[::7]]
+    vector = np.asarray(composition_route(route).per_round(3.0, 0.15, rounds, 1e-6))
+    scalar = [float(composition_route(route).per_round(3.0, 0.15, float(r),
+                                                       1e-6)) for r in rounds[::7]]
     assert vector.shape == rounds.shape
     np.testing.assert_allclose(vector[::7], scalar, rtol=1e-6)
     if route == "advanced":
@@ -116,7 +107,7 @@ def test_advanced_round_epsilon_is_zero_when_the_fixed_release_alone_overflows()
     """A fixed release whose advanced-composition term alone exceeds ``ε`` leaves 0; the
     route then falls back to basic composition's ``(ε − ε_f)/r``."""
     assert float(advanced_round_epsilon(1.0, 0.9, 10, 1e-5)) == 0.0
-    np.testing.assert_allclose(float(round_epsilon(1.0, 0.9, 10, 1e-5, "advanced")),
+    np.testing.assert_allclose(float(composition_route("advanced").per_round(1.0, 0.9, 10, 1e-5)),
                                0.01, rtol=1e-5)
 
 
@@ -142,7 +133,7 @@ def test_zcdp_route_is_the_larger_of_basic_and_its_conversion_and_stays_within_e
         got_rho = float(zcdp_budget(epsilon, delta))
         assert rho * (1 - 3 * MARGIN) <= got_rho <= rho, (epsilon, delta, got_rho, rho)
         assert zcdp_to_dp(got_rho, delta) <= epsilon
-        e0 = float(round_epsilon(epsilon, fixed, rounds, delta, "zcdp"))
+        e0 = float(composition_route("zcdp").per_round(epsilon, fixed, rounds, delta))
         basic = (epsilon - fixed) / rounds
         candidate = math.sqrt(2 * max(rho - fixed**2 / 2, 0.0) / rounds)
         np.testing.assert_allclose(e0, max(basic, candidate), rtol=5 * MARGIN,
@@ -161,14 +152,14 @@ def test_zcdp_route_is_the_larger_of_basic_and_its_conversion_and_stays_within_e
 def test_without_delta_every_route_is_basic(route):
     """δ = 0: no route can do better than basic composition, ``(ε − ε_f)/r``."""
     for epsilon, rounds in itertools.product([0.1, 1.0, 5.0], [1, 7, 60]):
-        got = float(round_epsilon(epsilon, 0.05 * epsilon, rounds, 0.0, route))
+        got = float(composition_route(route).per_round(epsilon, 0.05 * epsilon, rounds, 0.0))
         assert got <= 0.95 * epsilon / rounds
         np.testing.assert_allclose(got, 0.95 * epsilon / rounds, rtol=1e-6)
 
 
 def test_unknown_accounting_route_is_refused():
     with pytest.raises(ValueError, match="accounting"):
-        round_epsilon(1.0, 0.0, 10, 1e-6, "renyi")
+        composition_route("renyi").per_round(1.0, 0.0, 10, 1e-6)
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,6 +214,7 @@ EPSILON, N_ROUNDS, SPLITS = 3.0, 60, 2
 ROUND_ENTRY = {"stump": "1-rules (DP-1R)", "tree": "tree splits (DP-TopDown)"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 @pytest.mark.parametrize("accounting", ["basic", "advanced", "zcdp", "auto"])
 @pytest.mark.parametrize("weak_learner", ["stump", "tree"])
@@ -285,6 +277,7 @@ def test_halfspace_weak_learner_needs_zcdp_and_a_delta():
                   delta=0.0, bounds=bounds, key=0, n_rounds=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weak_learner", ["stump", "tree", "halfspace"])
 def test_rounds_after_the_schedule_release_nothing(weak_learner):
     """A huge ``min_signal`` leaves one live round of six: every field of the later rounds is
@@ -306,6 +299,7 @@ def test_rounds_after_the_schedule_release_nothing(weak_learner):
             assert not np.any(first)
 
 
+@pytest.mark.slow
 def test_gaussian_rounds_state_their_delta_within_the_request():
     """With one round and a tiny δ, basic composition can be the smaller view: the rounds'
     per-release δ (the largest float32 at most δ/n_rounds) still sums within δ (review

@@ -378,6 +378,7 @@ def boost_fn(update: str, sharpness: float = 400.0):
                                      update=update))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("update", ["gain", "margin"])
 def test_smooth_boost_hands_the_learner_kappa_smooth_distributions_and_drives_error_down(
         update):
@@ -401,6 +402,7 @@ def test_smooth_boost_hands_the_learner_kappa_smooth_distributions_and_drives_er
     assert np.mean(margin <= 0) <= kappa    # at most a κ fraction without a positive margin
 
 
+@pytest.mark.slow
 def test_smooth_boost_jits_vmaps_over_the_key_and_is_deterministic():
     keys = jax.random.split(jax.random.key(1), 3)
     fit = boost_fn("gain")

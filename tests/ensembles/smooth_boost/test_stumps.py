@@ -1,4 +1,4 @@
-"""DP-1R decision stumps for LazyBregBoost (``dpjax.trees.stumps``, spec
+"""DP-1R decision stumps for LazyBregBoost (``dpjax.ensembles.smooth_boost.stumps``, spec
 ``private-boosted-stumps-smooth-reweighting.md`` §3) and the level form of the measure they read
 (``dpjax.ensembles.smooth_boost.level_weights``): the spec's worked example, the level weights
 against the dense projection, the replace-one sensitivity of the computed errors, learning at a
@@ -22,14 +22,14 @@ from dpjax.ensembles.smooth_boost import (
     smooth_boost,
     smooth_boost_predict,
 )
-from dpjax.mechanisms.accounting import Cost
-from dpjax.trees.stumps import (
+from dpjax.ensembles.smooth_boost.stumps import (
     Stump,
     dp_stump_learner,
     stump_errors,
     stump_predict,
     stump_sensitivity,
 )
+from dpjax.privacy import Cost
 
 
 def test_stump_errors_reproduce_the_spec_worked_example():
@@ -46,6 +46,7 @@ def test_stump_errors_reproduce_the_spec_worked_example():
     np.testing.assert_allclose(plus + minus, 1.0, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_level_weights_are_the_normalised_dense_projection(seed):
     """``level_weights`` on the level counts is :func:`project_dense` of
@@ -108,6 +109,7 @@ def test_far_apart_levels_neither_underflow_nor_move_the_errors(kappa, rate, lev
     assert abs(errors[0] - errors[1]) <= float(stump_sensitivity(10001, kappa, levels))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_replacing_one_row_moves_every_error_by_at_most_the_sensitivity(seed):
     """§3.5: the same history of 1-rules on neighbouring samples (one row replaced) gives levels
@@ -145,6 +147,7 @@ def test_replacing_one_row_moves_every_error_by_at_most_the_sensitivity(seed):
     assert bound <= 2.0 / (kappa * n) * 1.01
 
 
+@pytest.mark.slow
 def test_boosted_stumps_learn_a_planted_rule_at_large_epsilon():
     """At ε = 10 on 2,000 rows (T = 21, κ = 0.3) the boosted 1-rules recover the planted rule
     (feature 0's upper bins, 10% label noise: Bayes accuracy 0.9); every round spends its
@@ -174,6 +177,7 @@ def test_stump_predict_reads_its_literal_and_constants():
     np.testing.assert_array_equal(stump_predict(constant, codes), [-1, -1, -1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_boosted_stumps_audit_within_their_claim(epsilon):
     """Two rounds on a 6-row sample and its replace-one neighbour (an outlier row with the
@@ -208,6 +212,7 @@ def _one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray
     return X, y, {name: (0.0, 1.0) for name in X.columns}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
 def test_smooth_boost_fit_ledger_and_accuracy(neighbouring):
     """``dpjax.fit(method="smooth_boost")``: the ledger spends within ``[ε(1 − 2e-3), ε]`` (the
@@ -229,6 +234,7 @@ def test_smooth_boost_fit_ledger_and_accuracy(neighbouring):
     assert accuracy >= 0.85
 
 
+@pytest.mark.slow
 def test_smooth_boost_sweep_is_one_program_over_epsilon_and_kappa():
     X, y, bounds = _one_bin_rule()
     sweep = dpjax.sweep(X, y, method="smooth_boost", epsilon=[0.5, 4.0], kappa=[0.2, 0.5],
@@ -240,6 +246,7 @@ def test_smooth_boost_sweep_is_one_program_over_epsilon_and_kappa():
     assert sweep.model(3, 1).predict(X).shape == (600,)
 
 
+@pytest.mark.slow
 def test_smooth_boost_estimator_params_clone_and_fit():
     from sklearn.base import clone
     from sklearn.model_selection import cross_val_score
@@ -280,6 +287,7 @@ def test_smooth_boost_summary_prints_the_vote_and_the_features_used():
     assert f"{len(features)} distinct features" in text
 
 
+@pytest.mark.slow
 def test_sweep_ledger_is_the_largest_seed_ledger_when_schedules_differ():
     """The number of rounds is read off each seed's released size, so seeds of one grid point
     may release different numbers of 1-rules with different budgets (here R = 1 or 2 around

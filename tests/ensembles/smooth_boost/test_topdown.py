@@ -1,4 +1,4 @@
-"""DP-TopDown decision trees for LazyBregBoost (``dpjax.trees.topdown``, spec
+"""DP-TopDown decision trees for LazyBregBoost (``dpjax.ensembles.smooth_boost.topdown``, spec
 ``private-boosted-stumps-smooth-reweighting.md`` §4): the Gini mass and the split gains against a
 brute-force reference, the spec's exact counterexample to the paper's ``4/(κn)`` (§4.5), the
 replace-one sensitivity of the computed gains and leaf masses against the provable ``16/(κn)``
@@ -25,7 +25,7 @@ from dpjax.ensembles.smooth_boost import (
     smooth_boost,
     smooth_boost_predict,
 )
-from dpjax.trees.topdown import (
+from dpjax.ensembles.smooth_boost.topdown import (
     TopDownTree,
     dp_topdown,
     dp_topdown_learner,
@@ -68,6 +68,7 @@ def _f(p: float, n: float) -> float:
     return 4.0 * p * n / (p + n) if p + n > 0 else 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_split_gains_match_a_brute_force_reference(seed):
     """Every gain ``im = f(slot) − f(true side) − f(false side)`` and every slot mass of
@@ -145,6 +146,7 @@ def test_the_papers_split_sensitivity_is_false_on_the_spec_counterexample():
     assert abs(im[1] - im[0]) > float(paper)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_replacing_one_row_moves_gains_and_leaf_masses_by_at_most_the_sensitivities(seed):
     """§4.5 items 2–3: the same history of ``±1`` votes and the same (released) tree on
@@ -271,6 +273,7 @@ def _conjunction(n: int = 500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return codes, y
 
 
+@pytest.mark.slow
 def test_non_private_topdown_picks_the_best_splits_and_learns_a_conjunction():
     """``epsilon=None``: each split is the argmax of the gains over the open slots; on
     noiseless data a planted conjunction ``code_0 = 1 ∧ code_1 = 2`` is found with two splits
@@ -320,6 +323,7 @@ def test_topdown_slot_and_predict_route_rows_on_a_hand_built_tree():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_boosted_trees_learn_a_planted_rule_at_large_epsilon_and_spend_their_budget():
     """At ε = 50 on 2,000 rows (T = 11 trees of 2 splits, κ = 0.3) the boosted trees recover
     a one-literal rule (10% label noise: Bayes accuracy 0.9); at ε = 1e-3 the picks are near
@@ -350,6 +354,7 @@ def test_boosted_trees_learn_a_planted_rule_at_large_epsilon_and_spend_their_bud
     assert accuracy[1e-3] <= 0.6, accuracy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rounds", "splits", "epsilon"), [(2, 1, 2.0), (1, 2, 16.0)])
 def test_boosted_trees_audit_within_their_claim(rounds, splits, epsilon):
     """``rounds`` trees of ``splits`` splits on a 6-row sample and its replace-one neighbour
@@ -395,6 +400,7 @@ def _one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray
     return X, y, {name: (0.0, 1.0) for name in X.columns}
 
 
+@pytest.mark.slow
 def test_smooth_boost_with_trees_fit_ledger_and_summary():
     """``dpjax.fit(method="smooth_boost", weak_learner="tree")``: the ledger is private and
     spends within ``[0.99ε, ε]`` with one entry for the splits and one for the leaf labels;
@@ -420,6 +426,7 @@ def test_smooth_boost_with_trees_fit_ledger_and_summary():
     assert "distinct features" in text
 
 
+@pytest.mark.slow
 def test_smooth_boost_tree_paper_calibration_is_marked_not_private():
     """``calibration="paper"`` (the false ``4/(κn)``) warns and its ledger is not private
     (ε = inf); for stumps the option is refused."""

@@ -1,0 +1,66 @@
+"""Docs that cannot drift: the README's Python blocks run as written, and the learner lists of
+the README and of ``docs/design.md`` are the registry's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import dpjax
+from dpjax.learners import registrations
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+DESIGN = (ROOT / "docs" / "design.md").read_text()
+
+
+def section(text: str, heading: str) -> str:
+    """The text under ``heading`` (a ``## `` line) up to the next ``## `` heading."""
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def table_methods(text: str) -> set[str]:
+    """The backticked names in the first cell of every row of the section's tables."""
+    names: set[str] = set()
+    for row in re.findall(r"^\| *(`[^|]*)\|", text, re.M):
+        names |= set(re.findall(r"`([a-z_]+)`", row))
+    return names
+
+
+def test_readme_methods_table_is_the_registry():
+    assert table_methods(section(README, "## Methods")) == set(dpjax.LEARNERS)
+
+
+def test_design_overview_table_is_the_registry():
+    assert table_methods(section(DESIGN, "## Overview")) == set(dpjax.LEARNERS)
+
+
+def test_the_readme_names_every_estimator_and_config():
+    for entry in registrations():
+        assert f"`{entry.estimator}`" in README, entry.estimator
+        assert f"`{entry.config.__name__}`" in README, entry.config.__name__
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def test_the_readme_has_python_blocks():
+    assert len(python_blocks(README)) >= 5
+
+
+@pytest.mark.slow
+def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
+    """Every ```python block of the README, in order, in one namespace (as a reader would
+    paste them), in a scratch directory (a block writes a model file)."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "readme"}
+    for number, block in enumerate(python_blocks(README), 1):
+        exec(compile(block, f"README.md python block {number}", "exec"), namespace)

@@ -1,0 +1,92 @@
+"""The registry drives the plumbing: a toy learner in one folder (``tests/toy``) whose config
+carries the one registration line fits, sweeps, is written to a model file and read back, is
+drawn and gets a scikit-learn estimator, with no other file touched. And the built-in
+estimators' parameters are their configs' fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax.learner import unregister
+from dpjax.learners import registrations
+from dpjax.sklearn import DATA_PARAMETERS, estimator_class
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(0, 1, (200, 3))
+Y = (X[:, 0] + 0.3 * RNG.normal(size=200) > 0.5).astype(int)
+BOUNDS = (0.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    from tests.toy import ToyTree  # importing the folder registers it: the one line
+    yield ToyTree
+    unregister(ToyTree.name)
+
+
+def test_the_toy_fits_and_its_ledger_is_its_mechanisms_cost(toy):
+    model = dpjax.fit(X, Y, method="toy_tree", epsilon=1.0, bounds=BOUNDS, key=0)
+    assert isinstance(model.config, toy) and model.privacy.private
+    assert [e.what for e in model.privacy.entries] == ["leaf class counts"]
+    assert 0.99 < model.privacy.epsilon <= 1.0
+    assert model.predict_proba(X).shape == (200, 2) and model.score(X, Y) > 0.5
+    assert "a toy tree" in model.describe()
+    np.testing.assert_allclose(model.feature_importances().sum(), 1.0)
+    same = dpjax.fit(X, Y, method="toy_tree", epsilon=1.0, bounds=BOUNDS, key=0)
+    np.testing.assert_array_equal(model.params.tree.leaf, same.params.tree.leaf)
+
+
+def test_the_toy_sweeps_over_epsilon_and_its_traced_field(toy):
+    sweep = dpjax.sweep(X, Y, method="toy_tree", epsilon=[0.5, 2.0], smoothing=[0.5, 3.0],
+                        seeds=2, bounds=BOUNDS)
+    assert sweep.score(X, Y).shape == (4, 2)
+    assert all(ledger.epsilon <= point["epsilon"]
+               for ledger, point in zip(sweep.ledgers, sweep.grid, strict=True))
+
+
+def test_the_toy_model_file_reads_back_bit_for_bit(toy, tmp_path):
+    model = dpjax.fit(X, Y, method="toy_tree", epsilon=1.0, bounds=BOUNDS, key=1, depth=2)
+    back = dpjax.load(model.to_json(tmp_path / "toy.json"))
+    assert back.config == model.config and back.privacy == model.privacy
+    np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
+
+
+def test_the_toy_is_drawn(toy):
+    plots = pytest.importorskip("dpjax.plots")
+    model = dpjax.fit(X, Y, method="toy_tree", epsilon=1.0, bounds=BOUNDS, key=2)
+    assert plots.plot_tree(model).get_title().startswith("toy_tree")
+    assert plots.plot_importances(model) is not None
+
+
+def test_the_toy_gets_a_scikit_learn_estimator(toy):
+    from sklearn.base import clone
+
+    import dpjax.sklearn
+
+    cls = dpjax.sklearn.DPToyTreeClassifier
+    assert cls is estimator_class("toy_tree")
+    clf = cls(epsilon=1.0, depth=2, bounds=BOUNDS, random_state=0).fit(X, Y)
+    assert clf.get_params()["depth"] == 2 and clf.get_params()["smoothing"] == 1.0
+    assert clf.predict(X).shape == (200,) and clf.privacy_.epsilon <= 1.0
+    assert clone(clf).get_params() == clf.get_params()
+    assert not hasattr(clf, "decision_function")     # the toy declares no decision function
+
+
+@pytest.mark.parametrize("entry", registrations(), ids=lambda e: e.name)
+def test_estimator_parameters_are_the_config_fields(entry):
+    """An estimator's parameters are ``epsilon``, its config's fields with the config's
+    defaults, and dpjax.fit's data arguments: they cannot drift."""
+    cls = estimator_class(entry.name)
+    assert cls.__name__ == entry.estimator and cls._CONFIG is entry.config
+    parameters = inspect.signature(cls).parameters
+    fields = {f.name: f.default for f in dataclasses.fields(entry.config)}
+    assert list(parameters) == ["epsilon", *fields, *dict(DATA_PARAMETERS)]
+    assert {name: parameters[name].default for name in fields} == fields
+    assert hasattr(cls, "decision_function") == (entry.decision is not None)
+    assert ("sample_weight" in inspect.signature(cls.fit).parameters) == (
+        entry.config.takes_weights)
