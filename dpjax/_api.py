@@ -94,7 +94,7 @@ def fit(
         rounds) and the ledger then spends ``δ``; ``rule_list``'s smooth and Gaussian
         selections need it; the other learners are pure ``ε``-DP and spend none of it.
       devices: split the rows across devices (``"all"``, a count, or a list of devices;
-        :mod:`dpjax.sharding`): the same program runs on every device's rows and sums its
+        :mod:`dpjax._sharding`): the same program runs on every device's rows and sums its
         histograms across them; the model is bit-identical to the one-device fit under the
         same key. The row count must be a multiple of the device count. Default: one device.
       accountant: a :class:`dpjax.BudgetAccountant` to spend from: the fit is refused before

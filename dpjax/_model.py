@@ -114,7 +114,8 @@ class Model(_Configured):
 
     def feature_importances(self) -> np.ndarray:
         """Importance of each feature ``[n_features]`` (summing to 1), read off the released
-        parameters alone: post-processing, no data, no budget (:mod:`dpjax.inspection`)."""
+        parameters alone: post-processing, no data, no budget
+        (:func:`dpjax.trees.describe.tree_importances`)."""
         return normalised(self.config.importances(self.params, self.spec))
 
     def decision_function(self, X: Any) -> np.ndarray:

@@ -14,7 +14,7 @@ hashable config whose methods are pure functions, registered under its ``method=
   the jitted ``proba`` / ``predict``, which therefore must not read traced fields).
 * ``fit(key, codes, y, epsilon, context, **traced) -> (params, costs)`` is pure and jittable;
   ``epsilon is None`` fits without privacy; ``costs`` maps each kind of release to the
-  :class:`~dpjax.mechanisms.Cost` its mechanism reported (the ledger is assembled from them).
+  :class:`~dpjax.privacy.Cost` its mechanism reported (the ledger is assembled from them).
 * A new learner is one folder (its config, its pure ``fit``, its params pytree and its
   ``describe``) whose config class carries one :func:`register` line: the runtime (fits,
   sweeps, model files, plots, scikit-learn estimators) reads everything else off the
@@ -179,7 +179,7 @@ class Learner:
 
     def importances(self, params: Any, spec: Any) -> np.ndarray:
         """Per-feature importance scores (non-negative, ``[n_features]``) read off the released
-        parameters alone (:mod:`dpjax.inspection`); :meth:`dpjax.Model.feature_importances`
+        parameters alone (:mod:`dpjax.trees.describe`); :meth:`dpjax.Model.feature_importances`
         normalises them."""
         raise NotImplementedError(f"{self.name} has no feature importances")
 

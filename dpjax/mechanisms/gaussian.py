@@ -27,7 +27,7 @@ own share being
 ``sqrt(D)/(2**15·sqrt(2ρ))`` of the noise; a budget that leaves the rounding more than half the
 noise (``sqrt(D) > 2**14·sqrt(2ρ)``) reports a NaN cost (the ledger's "epsilon is too small").
 
-The mechanism returns its release and its :class:`~dpjax.mechanisms.accounting.Cost`: ``rho``
+The mechanism returns its release and its :class:`~dpjax.privacy.Cost`: ``rho``
 is the ``ρ`` implied by the grid and noise actually used (rounded up, at most the requested
 ``ρ``), and ``(epsilon, delta)`` that ``ρ`` converted for the release alone at the caller's
 ``δ`` (``ε = ρ + 2 sqrt(ρ ln(1/δ))``, Bun & Steinke 2016, Prop. 1.3).
@@ -171,7 +171,7 @@ def gaussian_cost(
     delta: float,
     label: str = "",
 ) -> Cost:
-    """The :class:`~dpjax.mechanisms.accounting.Cost` of :func:`gaussian_mechanism` on a
+    """The :class:`~dpjax.privacy.Cost` of :func:`gaussian_mechanism` on a
     release of ``coordinates`` values (known before any noise is drawn: it depends on public
     quantities only). Arguments as there.
 

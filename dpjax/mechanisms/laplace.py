@@ -19,7 +19,7 @@ unit of sensitivity, so the rounding is far below the noise; the sensitivity pro
 value itself to be computed exactly (a clipped value, a range), which is why dpjax computes the
 statistics it releases in integer arithmetic.
 
-The mechanism returns its release *and* its :class:`~dpjax.mechanisms.accounting.Cost`: the
+The mechanism returns its release *and* its :class:`~dpjax.privacy.Cost`: the
 ``ε`` implied by the noise it actually drew, ``Δ_int·s/t <= ε`` (exact in float32), never a
 second derivation of the budget.
 """
@@ -145,3 +145,37 @@ def laplace_mechanism(
     name = "discrete Laplace" + (f" ({label})" if label else "")
     cost = Cost(jnp.broadcast_to(spent, batch_shape), jnp.zeros(batch_shape, jnp.float32), name)
     return noisy.astype(jnp.float32) * step, cost
+
+
+def report_noisy_min(
+    key: jax.Array,
+    scores: ArrayLike,
+    valid: ArrayLike,
+    sensitivity: ArrayLike,
+    epsilon: ArrayLike,
+    *,
+    bound: ArrayLike,
+    label: str = "",
+) -> tuple[jax.Array, Cost]:
+    """Report noisy min (Dwork & Roth 2014, Claim 3.9, for scores that can move either way):
+    every score gets its own :func:`laplace_mechanism` release at ``ε/2`` (noise ``2Δ/ε``) and
+    only the index of the smallest valid noisy score is released; the selection costs twice a
+    score's spent ``ε``, at most ``ε``.
+
+    Args:
+      key: PRNG key of this selection.
+      scores: ``[n]`` real scores, each of sensitivity ``Δ`` and within ``[−bound, bound]``.
+      valid: ``[n]`` bool, the candidates that may be selected (public).
+      sensitivity: ``Δ`` of one score.
+      epsilon: ``ε`` of the selection (traced allowed).
+      bound: public bound of the scores (sets the grid).
+      label: how the calibration reads in the ledger.
+
+    Returns:
+      ``(index, cost)``: the int32 index of the selected candidate and the selection's cost.
+    """
+    noisy, each = laplace_mechanism(key, scores, sensitivity, jnp.asarray(epsilon) / 2,
+                                    bound=bound, event_ndim=0)
+    index = jnp.argmin(jnp.where(valid, noisy, jnp.inf)).astype(jnp.int32)
+    name = "report noisy min, discrete Laplace" + (f" ({label})" if label else "")
+    return index, Cost(2.0 * jnp.max(each.epsilon), jnp.float32(0.0), name)

@@ -15,7 +15,7 @@ Totals (each also bounded by basic composition, and the smaller one holds):
 * ``"basic"``: ``Σ ε_i``, ``Σ δ_i`` over the fits' spent ``(ε_i, δ_i)`` (sequential composition,
   Dwork & Roth 2014, Thm 3.16).
 * ``"advanced"``: the heterogeneous advanced composition of the fits (Kairouz, Oh & Viswanath
-  2015, eq. 9; :func:`~dpjax.mechanisms.accounting.advanced_composition`), with the slack
+  2015, eq. 9; :func:`~dpjax.privacy.composition.advanced_composition`), with the slack
   ``δ'`` that the total ``δ`` leaves over the fits' own ``Σ δ_i``.
 * ``"zcdp"``: every release of every fit composed in zCDP (pure ``ε``-DP releases are
   ``ε²/2``-zCDP, Gaussian ones carry their ``ρ``) and converted to ``(ε, δ)`` at the total

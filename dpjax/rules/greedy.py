@@ -20,7 +20,7 @@ Selections (``selection=``):
 * ``"smooth_laplace"`` / ``"smooth_cauchy"`` (the paper's DP-GreedyRL): a noisy support check
   against ``Λ + T_conf``, then ``argmin 𝒢 + (2S*/ε)·Lap(1)`` (``β = ε/(2 ln(2/δ))``) or
   ``𝒢 + (6S*/ε)·Cauchy`` (``β = ε/6``) with ``S*`` the smooth sensitivity
-  (:mod:`dpjax.rules.smooth_sensitivity`). The noisy arg-min with data-dependent noise has no
+  (:mod:`dpjax.mechanisms.smooth_sensitivity`). The noisy arg-min with data-dependent noise has no
   published proof (spec §3.7.1): the ledger states the paper's claim and labels it so. With
   ``calibration="provable"`` the claim is at least made sound where it can be: ``S*`` at the
   add/remove convention, the support check's failure probability counted in ``δ``
@@ -60,9 +60,9 @@ import jax
 import jax.numpy as jnp
 
 from dpjax.learner import FitContext
+from dpjax.mechanisms import laplace_mechanism, report_noisy_min
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
-from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import (
@@ -190,10 +190,8 @@ def select_rule(key: jax.Array, score: jax.Array, size: jax.Array, valid: jax.Ar
             noise = 0.5 / epsilon * jax.random.laplace(key, gini.shape)
             return _argmin(gini + noise, valid), Cost(epsilon, jnp.float32(0.0), "float Laplace "
                                                       "noisy argmin at the paper's scale Δ/ε")
-        noisy, each = laplace_mechanism(key, gini, GINI_SENSITIVITY, epsilon / 2, bound=1.0,
-                                        event_ndim=0)
-        return _argmin(noisy, valid), Cost(2.0 * jnp.max(each.epsilon), jnp.float32(0.0),
-                                           "report noisy min, discrete Laplace (2Δ/ε, Δ = 1/2)")
+        return report_noisy_min(key, gini, valid, GINI_SENSITIVITY, epsilon, bound=1.0,
+                                label="2Δ/ε, Δ = 1/2")
     if calibration == "paper":
         sigma = math.sqrt(2.0 * math.log(1.25 / delta_smooth)) * 0.5 / epsilon
         noise = sigma * jax.random.normal(key, gini.shape)

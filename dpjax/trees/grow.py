@@ -3,12 +3,12 @@
 * **random** (Bojarski et al., `docs/specs/dp-random-decision-trees.md` §1.2): every node's
   feature is uniform over the features and its threshold uniform over the feature's codes, from
   the key alone. No data is read, so the structure costs no privacy.
-* **greedy** (Mα trees, :mod:`dpjax.trees.malpha`; ``docs/specs/boosted-dp-trees-malpha.md``
-  §2.3, §8): a tree is grown breadth-first, one level at a time. The helpers here do what every
-  greedy level does whatever its split rule: :func:`level_split_stats` builds the level's
-  histogram (one segment sum) and the statistics and candidate mask of every split of every
-  node; the rule picks one flat candidate per node; :func:`apply_level` writes the level's
-  splits and routes the examples to the next level.
+* **greedy** (Mα trees, :mod:`dpjax.ensembles.malpha.tree`;
+  ``docs/specs/boosted-dp-trees-malpha.md`` §2.3, §8): a tree is grown breadth-first, one level at a
+  time. The helpers here do what every greedy level does whatever its split rule:
+  :func:`level_split_stats` builds the level's histogram (one segment sum) and the statistics and
+  candidate mask of every split of every node; the rule picks one flat candidate per node;
+  :func:`apply_level` writes the level's splits and routes the examples to the next level.
 
 Non-private greedy growth can *freeze* nodes (``stop_pure``, Mα spec §2.3, §8): a frozen node
 keeps the complete-array layout with a split that sends every example left (threshold = its

@@ -3,6 +3,7 @@ the README and of ``docs/design.md`` are the registry's."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -64,3 +65,37 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
     namespace: dict = {"__name__": "readme"}
     for number, block in enumerate(python_blocks(README), 1):
         exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+
+
+DOTTED = re.compile(r"(?<![\w/.])(dpjax(?:\.[A-Za-z_]\w*)+)")
+DOCUMENTED = ["README.md", "docs", "dpjax", "examples", "experiments", "benchmarks", "audits"]
+
+
+def resolves(reference: str) -> bool:
+    """Whether ``dpjax.a.b.c`` names a module, or an attribute of the longest module prefix."""
+    parts = reference.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                target = getattr(target, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_dotted_dpjax_name_in_the_docs_and_docstrings_exists():
+    """A moved or renamed module leaves no stale ``dpjax.x.y`` behind in the README, the design
+    note, the docstrings, the examples, experiments, benchmarks or audits."""
+    files = [path for entry in DOCUMENTED for path in
+             ([ROOT / entry] if entry.endswith(".md") else sorted((ROOT / entry).rglob("*")))
+             if path.suffix in (".py", ".md")]
+    stale = {f"{path.relative_to(ROOT)}:{number}: {match}"
+             for path in files
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             for match in DOTTED.findall(line) if not resolves(match.rstrip("."))}
+    assert not stale, sorted(stale)

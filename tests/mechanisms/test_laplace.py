@@ -13,7 +13,7 @@ import pytest
 
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.mechanisms.exact import laplace_fraction
-from dpjax.mechanisms.laplace import grid_step
+from dpjax.mechanisms.laplace import grid_step, report_noisy_min
 from dpjax.privacy import PrivacyLedger
 from dpjax.privacy.rounding import round_up
 from tests.conftest import Z, binomial_tolerance
@@ -220,3 +220,42 @@ def test_too_small_epsilon_gives_a_nan_cost_that_the_ledger_refuses():
     assert np.isnan(cost.epsilon)
     with pytest.raises(ValueError, match="epsilon is too small"):
         PrivacyLedger(requested_epsilon=1.0).with_costs({"counts": cost})
+
+
+# --------------------------------------------------------------------------------------------
+# Report noisy min
+# --------------------------------------------------------------------------------------------
+
+noisy_min = jax.jit(jax.vmap(
+    lambda key, scores, valid, epsilon: report_noisy_min(key, scores, valid, 0.5, epsilon,
+                                                         bound=1.0, label="Δ = 1/2"),
+    in_axes=(0, None, None, None)))
+
+
+def test_report_noisy_min_costs_at_most_epsilon_and_selects_only_valid_candidates():
+    keys = jax.random.split(jax.random.key(3), 2_000)
+    scores = jnp.array([0.1, -0.2, 0.3, 0.0])
+    valid = jnp.array([True, False, True, True])
+    index, cost = noisy_min(keys, scores, valid, jnp.float32(0.8))
+    assert set(np.unique(index).tolist()) == {0, 2, 3}
+    assert cost.mechanism == "report noisy min, discrete Laplace (Δ = 1/2)"
+    assert np.all(cost.epsilon <= 0.8) and np.all(cost.epsilon >= 0.8 * 0.99)
+    assert np.all(cost.delta == 0.0)
+    best, _ = noisy_min(keys[:50], scores, valid, jnp.float32(2_000.0))
+    assert np.all(best == 3)            # the smallest valid score, when the noise is negligible
+
+
+def test_report_noisy_min_selection_odds_are_laplace_and_within_e_epsilon():
+    """Neighbouring scores ``(0.2, 0.2)`` and ``(0.7, −0.3)`` (each moved by ``Δ = 1/2``): the
+    first is selected with probability 1/2, then ``P(Z₁ − Z₀ > 1) = 3/(4e)`` for Laplace noise of
+    scale ``2Δ/ε = 1`` (the grid moves it by far less than the tolerance), and the two are within
+    a factor ``e^ε``."""
+    n, epsilon = 40_000, 1.0
+    keys = jax.random.split(jax.random.key(4), n)
+    valid = jnp.array([True, True])
+    first = [float(np.mean(noisy_min(keys, jnp.array(s), valid, jnp.float32(epsilon))[0] == 0))
+             for s in ([0.2, 0.2], [0.7, -0.3])]
+    expected = np.array([0.5, 3.0 / (4.0 * math.e)])
+    np.testing.assert_array_less(np.abs(np.array(first) - expected),
+                                 binomial_tolerance(expected, n) + 1e-3)
+    assert first[0] <= math.exp(epsilon) * first[1]

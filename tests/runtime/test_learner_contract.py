@@ -1,4 +1,4 @@
-"""The learner contract (``dpjax/learners/base.py``, ``docs/design.md`` "Learners"): configs
+"""The learner contract (``dpjax/learner.py``, ``docs/design.md`` "Learners"): configs
 are validated, hashable compile-cache keys; every private learner and mode stays within its
 budget and is a pure function of its key; a sweep compiles once per shape; and a new learner is
 one config class, one fit function and one registration line (the toy learner below)."""

@@ -1,4 +1,4 @@
-"""Progress bars show only where someone watches (``dpjax.progress``)."""
+"""Progress bars show only where someone watches (``dpjax._progress``)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, permute_and_flip
 from dpjax.privacy import Cost, fixed_point, parallel
-from dpjax.privacy.composition import share
+from dpjax.privacy.composition import parts, share
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ def release_counts(
         # One example moves each class's count of a leaf by at most 1 under either relation; a
         # replaced example can touch two leaves of a tree, which share the tree's budget then.
         touched = 1 if per_leaf else int(sensitivity)
-        label, cost = permute_and_flip(key, counts, float(unit), epsilon_each / touched,
+        label, cost = permute_and_flip(key, counts, float(unit), parts(epsilon_each, touched),
                                        label="sens. 1")
         return label, (cost if per_leaf else parallel(cost, touched=touched))
     noisy, cost = laplace_mechanism(key, counts, sensitivity * unit, epsilon_each,

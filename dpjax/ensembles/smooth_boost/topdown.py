@@ -71,10 +71,10 @@ class TopDownTree(NamedTuple):
 
 def tree_rounding(levels: int) -> float:
     """Bound on the float32 rounding of one gain ``im`` (for masses in ``[0, 1]``): each mass is
-    within a relative ``r = level_rounding(levels)`` (:func:`~dpjax.trees.stumps.level_rounding`);
-    ``f`` has partial derivatives in ``[0, 4]`` and is evaluated to a relative ``5·2**−24`` of
-    ``P + N``; the three terms' ``P + N`` sum to ``2w(ℓ) <= 2``, and the two subtractions add
-    ``4·2**−24``: ``8r + 14·2**−24``."""
+    within a relative ``r = level_rounding(levels)``
+    (:func:`~dpjax.ensembles.smooth_boost.stumps.level_rounding`); ``f`` has partial derivatives in
+    ``[0, 4]`` and is evaluated to a relative ``5·2**−24`` of ``P + N``; the three terms' ``P + N``
+    sum to ``2w(ℓ) <= 2``, and the two subtractions add ``4·2**−24``: ``8r + 14·2**−24``."""
     return 8.0 * level_rounding(levels) + 14.0 * 2.0**-24
 
 
