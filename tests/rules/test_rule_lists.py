@@ -712,6 +712,7 @@ def test_paper_calibration_node_shares(selection, shares):
         assert d_check == pytest.approx(0.01)          # 1 − 𝒞 outside δ: the paper's accounting
 
 
+@pytest.mark.slow
 def test_paper_calibration_is_flagged_not_private():
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
         model = fit(THR_X, THR_Y, 1.0, selection="smooth_laplace", calibration="paper",
@@ -726,6 +727,7 @@ def test_paper_calibration_is_flagged_not_private():
     assert selection.epsilon <= 1.0 / 14
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("selection", ["smooth_laplace", "smooth_cauchy"])
 def test_smooth_selections_warn_that_their_claim_is_unproven(selection):
     with pytest.warns(UnprovenClaimWarning, match="no published proof"):

@@ -192,6 +192,7 @@ def test_new_estimators_cross_val_score(cls, lowest, planted):
     assert np.all(scores > lowest) and np.all(scores <= 1.0), scores
 
 
+@pytest.mark.slow
 def test_boosted_decision_function_and_alpha(planted):
     X, y, bounds = planted
     clf = make_estimator(DPMalphaBoostedClassifier, bounds)
@@ -213,6 +214,7 @@ def test_boosted_decision_function_and_alpha(planted):
     assert not np.allclose(decisions[0], decisions[1])  # alpha reaches the fit
 
 
+@pytest.mark.slow
 def test_newton_boosted_decision_function(planted):
     X, y, bounds = planted
     clf = make_estimator(DPBoostedTreesClassifier, bounds).fit(X.iloc[:400], y[:400])

@@ -109,6 +109,7 @@ def test_beta_oc_must_be_positive():
         dpjax.fit(X, Y, epsilon=1.0, key=0, beta_oc=0.0, n_trees=1, depth=2, **FIT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [0.1, 1.0])
 def test_fixed_alpha_is_used_at_every_node(alpha):
     private, costs = private_fit(3)(jax.random.key(0), 1.0, alpha, 0.5)

@@ -54,6 +54,7 @@ def test_fit_shapes_private_and_non_private():
     assert np.all(np.asarray(private.trees.threshold) < N_CODES[0] - 1)
 
 
+@pytest.mark.slow
 def test_same_key_same_model_other_key_other_model():
     fit = private_fit(3)
     model, _ = fit(jax.random.key(5), 1.0, -1.0, 0.5)

@@ -30,6 +30,8 @@ from tests.helpers.malpha import (
     weights_of,
 )
 
+pytestmark = pytest.mark.slow
+
 EAGER = dict(epsilon=2.0, beta_tree=0.4, n_trees=2, depth=3, beta_oc=0.1)
 
 

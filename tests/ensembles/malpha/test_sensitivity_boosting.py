@@ -62,6 +62,7 @@ def test_noisy_row_count():
     assert meta and not [m for m in meta if m["kind"] == "laplace" and m["integer"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [("value", "fold", -1.0), ("counts", "laplace", 0.6)],
                          ids=["value-fold-oc", "counts-laplace"])
 def test_boosting_weights_depend_only_on_the_released_model(mode):

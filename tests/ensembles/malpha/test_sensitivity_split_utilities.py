@@ -8,6 +8,7 @@ The method (neighbours of one shape, recorded mechanisms, tolerances) is describ
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpjax.losses.proper import criterion_sensitivity, split_sensitivity
 from tests.helpers.sensitivity import ADD, REPLACE, _assert_within
@@ -62,6 +63,7 @@ def test_malpha_split_criterion_unclamped_with_m_at_most_public_size():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_private_malpha_tree_split_utilities_end_to_end():
     """The selections of a private Mα tree (``grow_malpha_tree``, Mα spec §4.3). At every
     level, given the same released splits (and O.C α's), every node's utility ``−crit_α`` moves

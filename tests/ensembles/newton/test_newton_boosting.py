@@ -285,6 +285,7 @@ def test_newton_moves_shrink_noisy_cells_and_are_clipped():
     assert moves[3] == 0.0
 
 
+@pytest.mark.slow
 def test_non_private_fit_is_newton_boosting_of_the_logistic_loss():
     """Without DP the cyclic shape is exact Newton boosting of an additive logistic model:
     the training log-loss falls below the prior's and keeps falling with the passes."""
