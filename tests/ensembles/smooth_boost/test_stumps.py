@@ -9,7 +9,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 
 import dpjax
@@ -30,6 +29,7 @@ from dpjax.ensembles.smooth_boost.stumps import (
     stump_sensitivity,
 )
 from dpjax.privacy import Cost
+from tests.helpers.data import one_bin_rule
 
 
 def test_stump_errors_reproduce_the_spec_worked_example():
@@ -202,15 +202,6 @@ def test_boosted_stumps_audit_within_their_claim(epsilon):
 # --------------------------------------------------------------------------------------------
 
 
-def _one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray, dict]:
-    """Three features in [0, 1] (public bounds, 10 bins); y = 1 iff a is in the first bin,
-    with 5% label noise: a one-hot 1-rule is the Bayes classifier (accuracy 0.95)."""
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame(rng.uniform(0.0, 1.0, (m, 3)), columns=["a", "b", "c"])
-    X.loc[: m // 2, "a"] *= 0.1            # half the rows in a's first bin
-    y = ((X["a"] < 0.1) ^ (rng.uniform(size=m) < 0.05)).astype(np.int64).to_numpy()
-    return X, y, {name: (0.0, 1.0) for name in X.columns}
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace_one"])
@@ -218,7 +209,7 @@ def test_smooth_boost_fit_ledger_and_accuracy(neighbouring):
     """``dpjax.fit(method="smooth_boost")``: the ledger spends within ``[ε(1 − 2e-3), ε]`` (the
     noisy row count only under add/remove), the rounds follow the public schedule (later
     rounds abstain and spend nothing), and the model finds the planted 1-rule."""
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     model = dpjax.fit(X.iloc[:400], y[:400], method="smooth_boost", epsilon=2.0, bounds=bounds,
                       key=0, neighbouring=neighbouring)
     ledger = model.privacy
@@ -236,7 +227,7 @@ def test_smooth_boost_fit_ledger_and_accuracy(neighbouring):
 
 @pytest.mark.slow
 def test_smooth_boost_sweep_is_one_program_over_epsilon_and_kappa():
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     sweep = dpjax.sweep(X, y, method="smooth_boost", epsilon=[0.5, 4.0], kappa=[0.2, 0.5],
                         seeds=2, bounds=bounds)
     assert len(sweep.configs) == 4 and sweep.params.polarity.shape == (4, 2, 15)
@@ -253,7 +244,7 @@ def test_smooth_boost_estimator_params_clone_and_fit():
 
     from dpjax.sklearn import DPSmoothBoostClassifier
 
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     clf = DPSmoothBoostClassifier(epsilon=4.0, bounds=bounds, random_state=0)
     params = clf.get_params()
     assert params["kappa"] == 0.35 and params["n_rounds"] == 15
@@ -270,7 +261,7 @@ def test_smooth_boost_estimator_params_clone_and_fit():
 def test_smooth_boost_summary_prints_the_vote_and_the_features_used():
     """Asadi et al.'s interpretability output: one line per distinct 1-rule with its votes,
     read in the public binning, and the number of distinct features."""
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     model = dpjax.fit(X, y, method="smooth_boost", epsilon=8.0, bounds=bounds, key=0,
                       neighbouring="replace_one")
     text = model.summary()
@@ -293,7 +284,7 @@ def test_sweep_ledger_is_the_largest_seed_ledger_when_schedules_differ():
     may release different numbers of 1-rules with different budgets (here R = 1 or 2 around
     ñ = 602): the grid point's ledger is its most-spending seed's, never a mix of seeds (the
     elementwise maximum over seeds once claimed more than ε)."""
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     sweep = dpjax.sweep(X, y, method="smooth_boost", epsilon=[2.0], seeds=list(range(12)),
                         bounds=bounds)
     rounds = (np.asarray(sweep.params.polarity[0]) != 0).sum(-1)

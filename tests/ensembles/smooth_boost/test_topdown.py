@@ -13,7 +13,6 @@ from fractions import Fraction
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 
 import dpjax
@@ -35,6 +34,7 @@ from dpjax.ensembles.smooth_boost.topdown import (
     topdown_sensitivities,
     topdown_slot,
 )
+from tests.helpers.data import one_bin_rule
 
 
 def _tree(split_leaf, feature, code, label=None) -> TopDownTree:
@@ -390,15 +390,6 @@ def test_boosted_trees_audit_within_their_claim(rounds, splits, epsilon):
 # --------------------------------------------------------------------------------------------
 
 
-def _one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray, dict]:
-    """Three features in [0, 1] (public bounds, 10 bins); y = 1 iff a is in the first bin,
-    with 5% label noise: a one-literal rule is the Bayes classifier (accuracy 0.95)."""
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame(rng.uniform(0.0, 1.0, (m, 3)), columns=["a", "b", "c"])
-    X.loc[: m // 2, "a"] *= 0.1            # half the rows in a's first bin
-    y = ((X["a"] < 0.1) ^ (rng.uniform(size=m) < 0.05)).astype(np.int64).to_numpy()
-    return X, y, {name: (0.0, 1.0) for name in X.columns}
-
 
 @pytest.mark.slow
 def test_smooth_boost_with_trees_fit_ledger_and_summary():
@@ -406,7 +397,7 @@ def test_smooth_boost_with_trees_fit_ledger_and_summary():
     spends within ``[0.99ε, ε]`` with one entry for the splits and one for the leaf labels;
     abstaining rounds (after the public schedule's ``R``) vote 0 everywhere; the summary lists
     the voting trees and the number of distinct features."""
-    X, y, bounds = _one_bin_rule()
+    X, y, bounds = one_bin_rule()
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
         model = dpjax.fit(X, y, method="smooth_boost", weak_learner="tree", epsilon=2.0,
@@ -430,7 +421,7 @@ def test_smooth_boost_with_trees_fit_ledger_and_summary():
 def test_smooth_boost_tree_paper_calibration_is_marked_not_private():
     """``calibration="paper"`` (the false ``4/(κn)``) warns and its ledger is not private
     (ε = inf); for stumps the option is refused."""
-    X, y, bounds = _one_bin_rule(m=200)
+    X, y, bounds = one_bin_rule(m=200)
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
         model = dpjax.fit(X, y, method="smooth_boost", weak_learner="tree",
                           calibration="paper", epsilon=2.0, bounds=bounds, key=0,
