@@ -30,6 +30,7 @@ from dpjax.ensembles.smooth_boost.stumps import (
 )
 from dpjax.privacy import Cost
 from tests.helpers.data import one_bin_rule
+from tests.helpers.smooth_boost import correct_votes, random_vote_problem, replace_one_row
 
 
 def test_stump_errors_reproduce_the_spec_worked_example():
@@ -117,31 +118,22 @@ def test_replacing_one_row_moves_every_error_by_at_most_the_sensitivity(seed):
     ``stump_sensitivity = 2/(κn) + rounding``. Replaced rows are drawn at random and
     adversarially (the heaviest row, label and codes flipped)."""
     rng = np.random.default_rng(100 + seed)
-    n, d, n_codes, rounds = int(rng.integers(5, 400)), 3, 4, int(rng.integers(1, 12))
-    kappa, rate = float(rng.uniform(0.05, 0.9)), float(rng.uniform(0.1, 2.0))
-    codes = rng.integers(0, n_codes, (n, d)).astype(np.uint8)
-    y = rng.choice([-1, 1], n)
-    history = [(rng.integers(d), rng.integers(n_codes), rng.choice([-1, 1])) for _ in
-               range(rounds)]
+    problem = random_vote_problem(rng, max_rows=400, n_codes=4, max_rounds=12)
+    n, n_codes, rounds, kappa, rate = (problem.n, problem.n_codes, problem.rounds,
+                                       problem.kappa, problem.rate)
 
     def errors(codes, y):
-        votes = np.stack([p * np.where(codes[:, f] == b, 1, -1) for f, b, p in history])
-        level = (votes == y).sum(0)
+        level = correct_votes(codes, y, problem.history)
         counts = np.bincount(level, minlength=rounds + 1)
         measure = LevelMeasure(jnp.asarray(level), level_weights(counts, kappa, rate),
                                jnp.ones(n, jnp.int32))
         return np.asarray(stump_errors(jnp.asarray(codes), jnp.asarray(y), measure, n_codes))
 
     bound = float(stump_sensitivity(n, kappa, rounds + 1))
-    base = errors(codes, y)
+    base = errors(problem.codes, problem.y)
     worst = 0.0
     for trial in range(40):
-        i = int(rng.integers(n)) if trial % 2 else int(np.argmin(
-            [sum(p * (1 if codes[j, f] == b else -1) == y[j] for f, b, p in history)
-             for j in range(n)]))
-        codes2, y2 = codes.copy(), y.copy()
-        codes2[i] = rng.integers(0, n_codes, d) if trial % 2 else (codes[i] + 1) % n_codes
-        y2[i] = rng.choice([-1, 1]) if trial % 2 else -y[i]
+        codes2, y2 = replace_one_row(rng, problem, trial)
         worst = max(worst, float(np.abs(errors(codes2, y2) - base).max()))
     assert worst <= bound
     assert bound <= 2.0 / (kappa * n) * 1.01

@@ -35,6 +35,7 @@ from dpjax.ensembles.smooth_boost.topdown import (
     topdown_slot,
 )
 from tests.helpers.data import one_bin_rule
+from tests.helpers.smooth_boost import correct_votes, random_vote_problem, replace_one_row
 
 
 def _tree(split_leaf, feature, code, label=None) -> TopDownTree:
@@ -156,22 +157,15 @@ def test_replacing_one_row_moves_gains_and_leaf_masses_by_at_most_the_sensitivit
     sensitivity ``4/(κn) + rounding`` in L1. Replaced rows are drawn at random and adversarially
     (the heaviest row, label flipped, codes changed)."""
     rng = np.random.default_rng(200 + seed)
-    n, d, n_codes, rounds = int(rng.integers(5, 300)), 3, 3, int(rng.integers(1, 10))
-    kappa, rate = float(rng.uniform(0.05, 0.9)), float(rng.uniform(0.1, 2.0))
-    codes = rng.integers(0, n_codes, (n, d)).astype(np.uint8)
-    y = rng.choice([-1, 1], n)
-    history = [(rng.integers(d), rng.integers(n_codes), rng.choice([-1, 1])) for _ in
-               range(rounds)]
+    problem = random_vote_problem(rng, max_rows=300, n_codes=3, max_rounds=10)
+    n, d, n_codes, rounds, kappa, rate = (problem.n, problem.d, problem.n_codes, problem.rounds,
+                                          problem.kappa, problem.rate)
     n_splits = int(rng.integers(1, 4))
     tree = _tree([int(rng.integers(s + 1)) for s in range(n_splits)],
                  rng.integers(d, size=n_splits), rng.integers(n_codes, size=n_splits))
 
-    def correct(codes, y):
-        votes = np.stack([p * np.where(codes[:, f] == b, 1, -1) for f, b, p in history])
-        return (votes == y).sum(0)
-
     def gains(codes, y):
-        level = correct(codes, y)
+        level = correct_votes(codes, y, problem.history)
         counts = np.bincount(level, minlength=rounds + 1)
         measure = LevelMeasure(jnp.asarray(level, jnp.int32), level_weights(counts, kappa, rate),
                                jnp.ones(n, jnp.int32))
@@ -181,15 +175,10 @@ def test_replacing_one_row_moves_gains_and_leaf_masses_by_at_most_the_sensitivit
         return np.asarray(gain, np.float64), np.asarray(mass, np.float64)
 
     split_bound, leaf_bound = (float(b) for b in topdown_sensitivities(n, kappa, rounds + 1))
-    base_gain, base_mass = gains(codes, y)
-    heaviest = int(np.argmin(correct(codes, y)))
+    base_gain, base_mass = gains(problem.codes, problem.y)
     worst_gain = worst_mass = 0.0
     for trial in range(30):
-        i = int(rng.integers(n)) if trial % 2 else heaviest
-        codes2, y2 = codes.copy(), y.copy()
-        codes2[i] = rng.integers(0, n_codes, d) if trial % 2 else (codes[i] + 1) % n_codes
-        y2[i] = rng.choice([-1, 1]) if trial % 2 else -y[i]
-        gain, mass = gains(codes2, y2)
+        gain, mass = gains(*replace_one_row(rng, problem, trial))
         worst_gain = max(worst_gain, float(np.abs(gain - base_gain).max()))
         worst_mass = max(worst_mass, float(np.abs(mass - base_mass).sum()))
     unit = 1.0 / (kappa * n)
