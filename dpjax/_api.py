@@ -42,7 +42,7 @@ def fit(
     key: int | jax.Array | None = None,
     bounds: Any = None,
     classes: Sequence[Any] | None = None,
-    n_bins: int = 10,
+    n_bins: int | None = None,
     missing: str | Sequence[str] = "error",
     on_out_of_bounds: str = "clip",
     neighbouring: str = "add_remove",
@@ -77,7 +77,9 @@ def fit(
         labels and ``(0, 1)`` for numeric ones (other numeric labels are an error: declare
         them); labels of any other type are read off ``y`` with a warning (not private), as
         are any labels with ``classes="data"``.
-      n_bins: equal-width bins per numeric feature (1..255).
+      n_bins: equal-width bins per numeric feature (1..255); default the learner's
+        ``default_bins`` (32 for ``boosted``, which merges adjacent bins where the data is
+        small for the noise; 10 for the others).
       missing: ``"error"``, ``"code"`` or the list of columns that may hold missing values.
       on_out_of_bounds: ``"clip"`` (default; numeric values outside ``bounds`` are clipped and
         unknown categories coded as "other", with a warning that prints no value) or
@@ -147,7 +149,7 @@ def sweep(
     seeds: int | Sequence[int] | None = None,
     bounds: Any = None,
     classes: Sequence[Any] | None = None,
-    n_bins: int = 10,
+    n_bins: int | None = None,
     missing: str | Sequence[str] = "error",
     on_out_of_bounds: str = "clip",
     neighbouring: str = "add_remove",

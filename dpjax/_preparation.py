@@ -91,16 +91,18 @@ class Prepared:
         privacy mode."""
         config, release_size = self.config, private and self.size is None
         n_codes, n_classes = self.spec.n_codes, len(self.classes)
+        n_ordered = self.spec.n_ordered
 
         def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
                traced: dict[str, jax.Array], size: jax.Array,
                structure_key: jax.Array | None, weights: jax.Array | None = None) -> Any:
             context = FitContext(n_codes, n_classes, self.sensitivity,
                                  size if private and not release_size else None, structure_key,
-                                 self.ledger.requested_delta, weights)
+                                 self.ledger.requested_delta, weights, n_ordered)
             return config.fit(key, codes, y, epsilon if private else None, context, **traced)
 
-        return fn, (config, tuple(np.asarray(n_codes).tolist()), n_classes, self.sensitivity,
+        return fn, (config, tuple(np.asarray(n_codes).tolist()),
+                    tuple(np.asarray(n_ordered).tolist()), n_classes, self.sensitivity,
                     private, release_size, self.ledger.requested_delta)
 
     def size_value(self) -> jax.Array:
@@ -146,7 +148,7 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Arr
 
 def prepare(
     X: Any, y: Any, *, method: str | Learner, epsilon: float | None, bounds: Any,
-    classes: Any, n_bins: int, missing: Any, on_out_of_bounds: str, neighbouring: str,
+    classes: Any, n_bins: int | None, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
     sample_weight: Any = None,
 ) -> Prepared:
@@ -163,6 +165,7 @@ def prepare(
                          f"classifier; got {len(classes)} classes")
     if len(y_index) != table.shape[0]:
         raise ValueError(f"X has {table.shape[0]} rows but y has {len(y_index)} labels")
+    n_bins = config.default_bins if n_bins is None else n_bins
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
     codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)

@@ -60,6 +60,10 @@ class FitContext(NamedTuple):
     weights: jax.Array | None = None
     """Traced record weights ``[m]`` in ``[0, 1]`` (``sample_weight``; only for learners with
     :attr:`Learner.takes_weights`), or ``None``: every record counts 1."""
+    n_ordered: np.ndarray | None = None
+    """Static count of each feature's ordered codes (``FeatureSpec.n_ordered``: a numeric
+    feature's equal-width bins, its first codes; 0 for categorical and constant features), or
+    ``None`` (no feature is ordered); a learner may merge adjacent ordered codes."""
 
 
 def hyper(default: Any, check: Check) -> Any:
@@ -89,6 +93,8 @@ class Learner:
     binary: ClassVar[bool] = False
     """The learner fits two classes only (:func:`dpjax.fit` refuses other class lists before
     any work)."""
+    default_bins: ClassVar[int] = 10
+    """Equal-width bins per numeric feature when :func:`dpjax.fit`'s ``n_bins`` is not given."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -223,7 +223,7 @@ class _Decision:
 
 
 DATA_PARAMETERS: tuple[tuple[str, Any], ...] = (
-    ("bounds", None), ("classes", None), ("n_bins", 10), ("missing", "error"),
+    ("bounds", None), ("classes", None), ("n_bins", None), ("missing", "error"),
     ("on_out_of_bounds", "clip"), ("neighbouring", "add_remove"), ("public_size", None),
     ("delta", 0.0), ("random_state", None), ("accountant", None))
 """The estimators' parameters besides ``epsilon`` and the learner's own: :func:`dpjax.fit`'s

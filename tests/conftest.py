@@ -182,7 +182,8 @@ def learner_fit(model: dpjax.Model, X: Any, y: Any, key: Any, epsilon: float | N
     config = model.config.replace(**traced)
     values = {n: jnp.float32(config.encode_traced(n)) for n in config.traced_names()}
     context = FitContext(model.spec.n_codes, len(model.classes), sensitivity,
-                         None if size is None else jnp.float32(size), structure_key)
+                         None if size is None else jnp.float32(size), structure_key,
+                         n_ordered=model.spec.n_ordered)
     y_index = jnp.asarray(encode_labels(y, model.classes)[0])
     fit = jax.jit(functools.partial(config.fit, context=context))
     return fit(dpjax.as_key(key), model.encode(X), y_index,

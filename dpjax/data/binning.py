@@ -75,6 +75,15 @@ class FeatureSpec:
         return np.asarray(counts, np.int32)
 
     @property
+    def n_ordered(self) -> np.ndarray:
+        """Ordered codes of each feature (int32 ``[n_features]``): a numeric feature's
+        ``n_bins`` equal-width bins (codes ``0..n_bins-1``, in order of value); 0 for
+        categorical and constant features."""
+        counts = [0 if cats is not None or lo == hi else self.n_bins
+                  for cats, lo, hi in zip(self.categories, self.lower, self.upper, strict=True)]
+        return np.asarray(counts, np.int32)
+
+    @property
     def n_codes(self) -> np.ndarray:
         """All codes of each feature, the missing code included (int32 ``[n_features]``)."""
         return self.n_values + np.asarray(self.missing, np.int32)

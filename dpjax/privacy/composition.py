@@ -190,57 +190,40 @@ def epsilon_rho(epsilon: ArrayLike) -> jax.Array:
     return 0.5 * jnp.asarray(epsilon) ** 2
 
 
-def prior_and_rounds(epsilon: ArrayLike, rounds: ArrayLike, *, prior_share: float,
-                     delta: float, decide_rounds: ArrayLike | None = None,
-                     gaussian: bool = False) -> dict[str, jax.Array]:
-    """``prior`` and per-round ``round`` budgets of one release with a share ``prior_share``
-    then ``rounds`` equal releases of the rest, each rounded down.
-
-    Pure releases: the sequential split of ``ε``, or with ``δ > 0`` the zCDP split of
-    ``ρ(ε, δ)`` (same shares) when its rounds get more; one split or the other for every
-    release (a mix would fit neither), so basic composition or the zCDP conversion of the
-    releases stays within ``(ε, δ)``. ``decide_rounds`` (default ``rounds``) decides between
-    the two when the prior is released before the number of rounds is known (their public
-    maximum).
-
-    Gaussian rounds (``gaussian``, ``δ > 0``): of ``ρ`` = :func:`zcdp_budget` ``(ε, δ)``, the
-    (pure) prior takes ``ε_0 = sqrt(2·prior_share·ρ)`` (``ε_0²/2``-zCDP) and each round the zCDP
-    budget ``ρ_r = (1 − prior_share)·ρ/R``."""
+def pure_round_after(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
+                     delta: float) -> jax.Array:
+    """Per-round ``ε_r`` of ``R`` equal pure releases after one ``ε_f = fixed`` release within
+    ``(ε, δ)``: the sequential ``(ε − ε_f)/R`` or, with ``δ > 0``, the zCDP share
+    ``sqrt(2ρ_r)`` of :func:`round_rho` when larger: basic composition or the zCDP conversion
+    of all the releases (the fixed one as ``ε_f²/2``-zCDP) stays within ``(ε, δ)``."""
     epsilon = jnp.asarray(epsilon, jnp.float32)
     rounds = jnp.asarray(rounds, jnp.float32)
-    if gaussian:
-        rho = zcdp_budget(epsilon, delta)
-        return {"prior": round_down(jnp.sqrt(2.0 * prior_share * rho)),
-                "round": round_down((1.0 - prior_share) * rho / rounds)}
-    decide = rounds if decide_rounds is None else jnp.asarray(decide_rounds, jnp.float32)
-
-    def sequential(fraction: float, count: jax.Array) -> jax.Array:
-        return epsilon * fraction / count
-
-    prior, per_round = sequential(prior_share, 1.0), sequential(1.0 - prior_share, rounds)
+    per_round = round_down(jnp.maximum(epsilon - jnp.asarray(fixed, jnp.float32), 0.0)
+                           / rounds)
     if delta > 0.0:
-        rho = zcdp_budget(epsilon, delta)
-
-        def zcdp(fraction: float, count: jax.Array) -> jax.Array:
-            return jnp.sqrt(2.0 * fraction * rho / count)
-
-        use_zcdp = zcdp(1.0 - prior_share, decide) > sequential(1.0 - prior_share, decide)
-        prior = jnp.where(use_zcdp, zcdp(prior_share, 1.0), prior)
-        per_round = jnp.where(use_zcdp, zcdp(1.0 - prior_share, rounds), per_round)
-    return {"prior": round_down(prior), "round": round_down(per_round)}
+        per_round = jnp.maximum(per_round,
+                                round_down(rho_epsilon(round_rho(epsilon, fixed, rounds,
+                                                                 delta))))
+    return per_round
 
 
-def noise_limited_rounds(epsilon: ArrayLike, signal: ArrayLike, share: float, delta: float,
-                         gaussian: bool = False) -> jax.Array:
-    """How many equal rounds a share ``share`` of the budget affords before each round's noise
-    exceeds ``1/signal`` (``signal``: the statistic's expected size per unit of noise, at
-    least one): pure rounds of ``share·ε/R`` each have Laplace scale ``R/(share·ε)``, so
-    ``R <= ⌊signal·share·ε⌋``; Gaussian rounds of ``share·ρ/R`` each (``ρ`` =
-    :func:`zcdp_budget`) have standard deviation ``sqrt(R/(2·share·ρ))``, so
-    ``R <= ⌊2·share·ρ·signal²⌋``. Not clipped (the caller bounds ``R``)."""
+def affordable_rounds(epsilon: ArrayLike, fixed: ArrayLike, signal: ArrayLike, delta: float,
+                      gaussian: bool = False) -> jax.Array:
+    """How many equal rounds the budget left after one ``ε_f = fixed`` release affords before
+    each round's noise scale exceeds ``signal`` (the statistic's expected size in units of the
+    sensitivity): pure rounds (:func:`pure_round_after`) have Laplace scale ``1/ε_r``, so ``R <=
+    ⌊(ε − ε_f)·signal⌋`` or, with ``δ > 0``, ``R <= ⌊2ρ'·signal²⌋`` (``ρ' = ρ − ε_f²/2``);
+    Gaussian rounds of ``ρ'/R`` each have standard deviation ``sqrt(R/(2ρ'))``, so ``R <=
+    ⌊2ρ'·signal²⌋``. Not clipped (the caller bounds ``R``)."""
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    fixed = jnp.asarray(fixed, jnp.float32)
+    signal = jnp.asarray(signal, jnp.float32)
+    rest = jnp.maximum(zcdp_budget(epsilon, delta) - 0.5 * fixed**2, 0.0)
+    zcdp = jnp.floor(2.0 * rest * signal**2)
     if gaussian:
-        return jnp.floor(2.0 * share * zcdp_budget(epsilon, delta) * signal**2)
-    return jnp.floor(signal * share * jnp.asarray(epsilon, jnp.float32))
+        return zcdp
+    sequential = jnp.floor(jnp.maximum(epsilon - fixed, 0.0) * signal)
+    return jnp.maximum(sequential, zcdp) if delta > 0.0 else sequential
 
 
 def round_budget(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
@@ -366,7 +349,7 @@ def route(name: str) -> Route:
 __all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
            "Zcdp", "advanced_composition", "advanced_round_epsilon", "delta_split", "delta_sum",
            "epsilon_rho",
-           "float32_share", "gaussian_selection_rho", "noise_limited_rounds", "parts",
-           "prior_and_rounds",
+           "float32_share", "gaussian_selection_rho", "parts",
+           "pure_round_after", "affordable_rounds",
            "rho_epsilon", "round_budget", "round_rho", "route", "share", "zcdp_budget",
            "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

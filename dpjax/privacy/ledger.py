@@ -130,9 +130,15 @@ class PrivacyLedger:
     @property
     def composed_view(self) -> tuple[float, float] | None:
         """The ledger's composition route's ``(ε, δ)`` (:attr:`zcdp_view` or
-        :attr:`advanced_view`) when it is below basic composition's ``ε``, else ``None``."""
+        :attr:`advanced_view`) when it is below basic composition's ``ε`` or basic
+        composition's ``δ`` (the releases' own, summed) exceeds the requested ``δ``, else
+        ``None``."""
         view = self.zcdp_view or self.advanced_view
-        return view if view is not None and view[0] < self.basic_epsilon else None
+        if view is None:
+            return None
+        basic_delta = BASIC.compose(self.entries, 0.0)[1]
+        return view if (view[0] < self.basic_epsilon
+                        or basic_delta > self.requested_delta) else None
 
     @property
     def epsilon(self) -> float:

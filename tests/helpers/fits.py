@@ -58,12 +58,14 @@ def fit_malpha(key: jax.Array, codes: Any, y: Any, epsilon: Any, *, n_codes_per_
 
 def fit_newton_boosted(key: jax.Array, codes: Any, y: Any, epsilon: Any, *,
                        n_codes_per_feature: Any, sensitivity: float = 1.0, delta: float = 0.0,
-                       structure_key: Any = None, **fields: Any) -> Any:
+                       structure_key: Any = None, n_ordered: Any = None, **fields: Any) -> Any:
     """:func:`dpjax.ensembles.newton.fit` of ``Boosted(**fields)`` (traced fields included:
-    they are passed as traced values)."""
+    they are passed as traced values); ``n_ordered`` (each feature's ordered codes, default
+    none: every code its own cell) lets the fit merge adjacent codes."""
     traced = {name: fields.pop(name) for name in Boosted.traced_names() if name in fields}
     context = FitContext(np.asarray(n_codes_per_feature), 2, sensitivity,
-                         structure_key=structure_key, delta=delta)
+                         structure_key=structure_key, delta=delta,
+                         n_ordered=None if n_ordered is None else np.asarray(n_ordered))
     return newton.fit(Boosted(**fields), key, codes, y, epsilon, context, **traced)
 
 

@@ -132,3 +132,17 @@ def test_check_epsilon_rejects(value):
 def test_check_epsilon_accepts(value):
     assert check_epsilon(value) == pytest.approx(float(value))
     assert isinstance(check_epsilon(value), float)
+
+
+def test_ledger_takes_the_zcdp_view_where_basic_composition_would_exceed_delta():
+    """A large Laplace prior beside two small Gaussian releases whose own ``δ`` (each ``ρ``
+    converted alone, rounded above ``δ``) sums past the requested ``δ``: basic composition's
+    ``ε`` is the smaller, but its ``δ`` does not fit, so the ledger reports the zCDP view."""
+    delta, rho = 1e-6, 1e-6
+    ledger = PrivacyLedger((LedgerEntry("prior", "Laplace", 0.3),
+                            LedgerEntry("rounds", "Gaussian", float(zcdp_to_dp(rho, delta)),
+                                        delta=1.5 * delta, count=2, rho=rho)),
+                           requested_epsilon=2.0, requested_delta=delta, composition="zcdp")
+    assert ledger.basic_epsilon < ledger.zcdp_view[0] <= 2.0
+    assert (ledger.epsilon, ledger.delta) == ledger.zcdp_view
+    assert ledger.delta <= delta

@@ -29,12 +29,12 @@ from dpjax.privacy import (
     zcdp_to_dp,
 )
 from dpjax.privacy.composition import (
-    prior_and_rounds,
     round_budget,
     route,
     zcdp_budget,
     zcdp_epsilon,
 )
+from tests.helpers.newton_budget import newton_split
 
 dp_event = pytest.importorskip("dp_accounting.dp_event")
 pld = pytest.importorskip("dp_accounting.pld")
@@ -172,15 +172,19 @@ def test_zcdp_budget_converts_back_within_epsilon(epsilon, delta):
 
 @pytest.mark.parametrize(("epsilon", "rounds", "delta", "gaussian_rounds"), [
     (0.1, 10, 1e-6, False), (1.0, 40, 1e-6, False), (1.0, 200, 1e-5, False),
-    (0.5, 30, 1e-6, True), (4.0, 100, 1e-5, True)])
+    (8.0, 3, 1e-6, False), (0.5, 30, 1e-6, True), (4.0, 100, 1e-5, True),
+    (0.05, 3, 1e-6, True)])
+@pytest.mark.parametrize("scout", [False, True])
 def test_prior_and_rounds_split_stays_within_the_total(epsilon, rounds, delta,
-                                                       gaussian_rounds):
-    """Newton boosting's split (a prior, then equal rounds; basic or zCDP, or Gaussian rounds)
-    composes to at most ``ε`` under the PLD accountant at ``δ``."""
-    budget = {k: float(v) for k, v in prior_and_rounds(
-        epsilon, rounds, prior_share=0.1, delta=delta, gaussian=gaussian_rounds).items()}
-    rounds_event = gaussian(budget["round"]) if gaussian_rounds else laplace(budget["round"])
-    events = [(laplace(budget["prior"]), 1), (rounds_event, rounds)]
+                                                       gaussian_rounds, scout):
+    """Newton boosting's split (Laplace class counts: the prior, or ``noise="auto"``'s scout
+    and the prior's rest; then ``R`` equal rounds: pure ones of ``pure_round_after``,
+    sequential or zCDP share, or Gaussian ones of ``round_rho``) composes to at most ``ε``
+    under the PLD accountant at ``δ``."""
+    counts, each = newton_split(epsilon, rounds, delta,
+                                "gaussian" if gaussian_rounds else "laplace", scout)
+    rounds_event = gaussian(each) if gaussian_rounds else laplace(each)
+    events = [*((laplace(c), 1) for c in counts), (rounds_event, rounds)]
     assert pld_epsilon(events, delta) <= epsilon
 
 

@@ -1,67 +1,71 @@
 """Private Newton boosting: the default ``boosted`` learner (``docs/design.md``, "Learners").
 
 A logistic-loss gradient-boosted additive model whose every release carries signal at
-``ε ≥ 0.1`` on thousands of rows (issue 9; DP-EBM, Nori et al. 2021, and DP-GBDT work, e.g.
-Maddock et al. 2022, for the ingredients):
+``ε ≥ 0.1`` on thousands of rows (issues 9 and 27; DP-EBM, Nori et al. 2021, and DP-GBDT work,
+e.g. Maddock et al. 2022, for the ingredients):
 
-1. **A private prior** (a share ``prior_share`` of the budget): the noisy class counts
-   ``(ñ_0, ñ_1)`` (L1 sensitivity 1 under add/remove, 2 under replace-one) give the initial
-   score ``F_0 = log(ñ_1/ñ_0)``, so a model whose rounds carry no signal predicts the released
-   majority class; no tie goes to a fixed class.
+1. **A private prior** (a share ``prior_share`` of ``ε``, ``ε_0 = prior_share·ε``): the noisy
+   class counts ``(ñ_0, ñ_1)`` (L1 sensitivity 1 under add/remove, 2 under replace-one) give
+   the initial score ``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ``, so a model whose
+   rounds carry no signal predicts the released majority class.
 2. **Rounds** ``r = 1..R``, each a partition of the records into cells read off public codes:
 
-   * ``shape="cyclic"`` (DP-EBM's shape): round ``r`` takes the feature ``(r − 1) mod n`` of a
-     data-independent random order and every code of it is a cell (the features cycled, no
-     selection budget at all);
+   * ``shape="cyclic"`` (DP-EBM's shape): the first pass visits every feature once in a
+     data-independent random order, each of its codes a cell; later passes (Gaussian rounds
+     only, ``passes − 1`` of them) visit the ``focus`` features of largest released gain
+     (:func:`released_gain` of the first pass's releases: post-processing, no budget);
    * ``shape="random"``: round ``r`` is a complete depth-``d`` tree with data-independent random
-     splits (:func:`dpjax.trees.grow.random_splits`) and its leaves are the cells (no budget on
-     splits, all on leaves).
+     splits (:func:`dpjax.trees.grow.random_splits`) and its leaves are the cells;
    * ``shape="auto"`` (the default): the cyclic shape, or the random one where the cyclic
-     schedule cannot afford one pass over the features (:func:`auto_uses_random`, a function
-     of the released size, ``ε`` and the feature count only).
+     schedule cannot afford one pass over the features (:func:`auto_uses_random`).
+
+   **Resolution**: a numeric feature's ``B`` equal-width bins are merged into ``K`` runs of
+   adjacent bins (:func:`merged_cells`), ``K`` the most cells whose average ``ñ/K`` keeps
+   ``cell_signal`` noise scales of one pass (:func:`resolution_cells`): small data at small
+   ``ε`` fits coarse steps, large data the full resolution. Categorical codes are kept.
 
    Each round releases the cells' gradient and hessian sums of the logistic loss at the current
    released score, ``(G_c, H_c) = Σ_{i∈c} (p_i − y_i, p_i(1 − p_i))``. A record sits in one cell
-   and ``|p − y| + p(1 − p) <= 1``, so the round's whole release has L1 sensitivity 1 (2 under
-   replace-one): the cells compose in parallel and the round costs one ``ε_r``. The sums are
-   exact int32 fixed-point (units of ``2**−GRAD_BITS``; one record moves them by at most
-   ``2**GRAD_BITS + 2`` units with the floors) and go through
-   :func:`dpjax.mechanisms.laplace_mechanism` (exact discrete Laplace).
+   and ``|p − y| + p(1 − p) <= 1`` (and ``(p − y)² + (p(1 − p))² <= 1``), so the round's whole
+   release has L1 and L2 sensitivity 1 (2 under replace-one): the cells compose in parallel and
+   the round costs one ``ε_r`` (or ``ρ_r``). The sums are exact int32 fixed-point (units of
+   ``2**−GRAD_BITS``; one record moves them by at most ``2**GRAD_BITS + 2`` units with the
+   floors) and go through :func:`dpjax.mechanisms.laplace_mechanism` (exact discrete Laplace)
+   or :func:`dpjax.mechanisms.gaussian_mechanism` (exact discrete Gaussian).
 3. **Newton leaves with noise-aware shrinkage** (post-processing): each cell's score moves by
    ``w_c = −η·G̃_c / max(H̃_c + Λ, Λ)``, clipped to ``±STEP_CLIP``, with the ridge
-   ``Λ = 1 + λ·√R·b`` where ``b = Δ/ε_r`` is the round's noise scale: a cell whose sums are
-   mostly noise moves little, and the sum of ``R`` rounds' noisy moves stays below the prior's
-   margin.
+   ``Λ = 1 + λ·√R·b`` where ``b`` is the round's noise scale: a cell whose sums are mostly
+   noise moves little, and the sum of ``R`` rounds' noisy moves stays below the prior's margin.
 
-Budget: ``ε_0 = prior_share·ε`` for the prior and ``ε_r`` for each of the ``R`` active rounds.
-With ``δ = 0`` rounds compose sequentially, ``ε_r = (1 − prior_share)·ε/R``. With ``δ > 0``
-every release (pure ``ε_r``-DP, so ``ε_r²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4) is also
-composed in zCDP: when the zCDP split of ``ρ`` (the largest zCDP budget that converts to
-``(ε, δ)``, Prop. 1.3) gives the rounds more than the sequential split at the schedule's maximum
-number of rounds, every release takes its zCDP share (``ε_r = sqrt(2ρ_rounds/R)``); the ledger
-states both views and keeps the smaller total (both hold).
+**Noise and budget.** After the prior, the rounds share the rest:
 
-``noise="gaussian"`` (needs ``δ > 0``) releases every round with the exact discrete Gaussian
-(:func:`dpjax.mechanisms.gaussian_mechanism`) instead: a record's ``(g, h)`` has L2 norm at
-most 1 as well, and each round is ``ρ_r``-zCDP with ``ρ_r = (1 − prior_share)·ρ/R`` of
-``ρ(ε, δ)``. The prior stays a Laplace release (its counts are too large for the Gaussian's
-grid) at ``ε_0 = sqrt(2·prior_share·ρ)``, which is ``prior_share·ρ``-zCDP. The ledger composes
-the ``ρ``'s (the noise per round grows as ``√R`` rather than ``R``; at the same ``ρ`` its
-standard deviation is the Laplace scale, ``1/√2`` of the Laplace noise's).
+* ``noise="laplace"``: ``R`` pure rounds of ``ε_r`` each, the sequential ``(ε − ε_0)/R`` or, with
+  ``δ > 0``, the zCDP share ``sqrt(2(ρ − ε_0²/2)/R)`` when larger
+  (:func:`~dpjax.privacy.composition.pure_round_after`; ``ρ`` the largest zCDP budget that
+  converts to ``(ε, δ)``, Bun & Steinke 2016 Prop. 1.3); one pass over the features, as the
+  Laplace noise of ``R`` rounds grows as ``R``;
+* ``noise="gaussian"`` (``δ > 0``): ``R`` discrete Gaussian rounds of ``ρ_r = (ρ − ε_0²/2)/R``
+  (:func:`~dpjax.privacy.composition.round_rho`); their noise grows as ``√R``, so the focus
+  passes cost nothing in the averaged noise of a cell;
+* ``noise="auto"`` (the default): Laplace at ``δ = 0``; at ``δ > 0`` both plans are worked out
+  and the Gaussian one is taken where it pays (:func:`gaussian_pays`: at least the pure plan's
+  rounds and less noise at that many rounds), a public choice.
+
+The ledger states the basic and zCDP views and keeps the smaller total (both hold).
 
 The number of active rounds ``R`` is a function of public quantities only (:func:`active_rounds`):
-one pass over the features (in a data-independent random order), two at ``ε >= EPOCHS_EPSILON``,
-and no more than keep the average cell at ``min_signal`` times the round's noise scale given the
-released size ``ñ`` (the prior's counts): small data at small ``ε`` spends its budget on fewer,
-less noisy rounds. The rounds' budget is split after the prior is released (adaptive basic
-composition). Rounds past ``R`` (of the ``max_rounds`` the program is compiled for) release
-nothing and cost nothing, so one compiled program serves a sweep over ``ε``.
+at most the shape's schedule (:func:`max_rounds`), and no more than keep the average cell at
+``min_signal`` times the round's noise scale given the released size ``ñ``: small data at small
+``ε`` spends its budget on fewer, less noisy rounds. The rounds' budget is split after the prior
+is released (adaptive composition). Rounds past ``R`` (of the ``max_rounds`` the program is
+compiled for) release nothing and cost nothing, so one compiled program serves a sweep over
+``ε``.
 """
 
 from __future__ import annotations
 
 import collections
-import functools
+import math
 from typing import TYPE_CHECKING
 
 import jax
@@ -79,7 +83,13 @@ from dpjax.mechanisms.gaussian import (
 )
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point
-from dpjax.privacy.composition import noise_limited_rounds, prior_and_rounds
+from dpjax.privacy.composition import (
+    affordable_rounds,
+    pure_round_after,
+    round_rho,
+    zcdp_budget,
+)
+from dpjax.privacy.rounding import round_down
 from dpjax.trees.dense import DenseTree
 from dpjax.trees.grow import random_splits
 from dpjax.trees.predict import leaf_index
@@ -88,7 +98,7 @@ if TYPE_CHECKING:
     from dpjax.ensembles.newton.config import Boosted
 
 SHAPES = ("auto", "cyclic", "random")
-NOISES = ("laplace", "gaussian")
+NOISES = ("auto", "laplace", "gaussian")
 GRAD_BITS = fixed_point.BITS
 """Gradient and hessian sums are int32 fixed point (:mod:`dpjax.privacy.fixed_point`) in units
 of ``2**−GRAD_BITS``: exact (the sensitivity holds for the computed sums) up to
@@ -96,53 +106,71 @@ of ``2**−GRAD_BITS``: exact (the sensitivity holds for the computed sums) up t
 GRAD_UNIT = fixed_point.UNIT
 STEP_CLIP = 2.0
 """A round moves a cell's score (log-odds) by at most this much."""
-EPOCHS_EPSILON = 4.0
-"""From this ``ε`` on, the cyclic shape makes two passes over the features (one below)."""
 GAUSSIAN_CELL_BOUND = 2.0**16
 """With Gaussian noise a cell's sums are clipped to ``±2**16`` (``2**24`` units, so that their
 float32 conversion is exact) before the release: a cell's moves are clipped to ``±STEP_CLIP``
 anyway, so only cells of over ``2**18`` rows can lose accuracy, never privacy."""
 PRIOR_LABEL = "prior (class counts)"
-ROUNDS_LABEL = "rounds (gradient/hessian sums)"
+SCOUT_LABEL = "scout (class counts)"
+SCOUT_SHARE = 0.02
+"""With ``noise="auto"`` at ``δ > 0``, the share of ``ε`` of a first release of the class
+counts whose size decides the route (Laplace or Gaussian rounds) before the prior takes the
+rest of its share in that route (:func:`fit`)."""
+ROUND_LABELS = {"laplace": "rounds (gradient/hessian sums)",
+                "gaussian": "rounds (gradient/hessian sums, Gaussian)"}
 
 
-def active_rounds(epsilon: ArrayLike | None, n_features: int, shape: str, n_trees: int,
-                  size: ArrayLike | None = None, cells: float = 1.0, *,
-                  min_signal: ArrayLike, prior_share: float, noise: str,
-                  delta: float) -> jax.Array:
-    """The public schedule ``R``, a function of ``ε``, the feature count, the configuration
-    and the *released* size only, never of the data itself.
-
-    The most rounds: ``n_trees`` trees (random shape), or one pass over the ``n`` features,
-    two from ``ε >= EPOCHS_EPSILON`` and without DP (cyclic shape, and ``"auto"`` before its
-    choice: the maximum that decides the zCDP split of the prior's budget). Under DP with a released
-    size ``ñ`` (the prior's noisy class counts), no more rounds than keep the average cell's
-    row count ``ñ/cells`` at ``min_signal`` times the round's noise scale: the Laplace scale
-    ``R/ε_rounds``, so ``R <= ñ·(1 − prior_share)·ε / (cells·min_signal)``; or with Gaussian
-    noise the standard deviation ``sqrt(R/(2ρ_rounds))`` (``ρ_rounds = (1 − prior_share)·ρ``,
-    ``ρ`` = :func:`~dpjax.privacy.composition.zcdp_budget` of ``(ε, δ)``), so ``R <=
-    2ρ_rounds·(ñ/(cells·min_signal))²`` (at least 1;
-    :func:`~dpjax.privacy.composition.noise_limited_rounds`). Small data at small ``ε`` thus
-    spends its budget on fewer, less noisy rounds."""
-    if shape == "random":
-        most = jnp.float32(n_trees)
-    elif epsilon is None:
-        return jnp.float32(2 * n_features)
-    else:
-        most = jnp.where(jnp.asarray(epsilon) >= EPOCHS_EPSILON, 2.0 * n_features,
-                         1.0 * n_features).astype(jnp.float32)
-    if epsilon is None or size is None:
-        return most
-    signal = jnp.asarray(size, jnp.float32) / (cells * min_signal)
-    affordable = noise_limited_rounds(epsilon, signal, 1.0 - prior_share, delta,
-                                      gaussian=noise == "gaussian")
-    return jnp.clip(affordable, 1.0, most)
+def active_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, cells: ArrayLike,
+                  most: ArrayLike, *, min_signal: ArrayLike, delta: float,
+                  gaussian: bool) -> jax.Array:
+    """The public schedule ``R``: a function of ``ε``, ``δ``, the prior's ``ε_0``, the
+    *released* size ``ñ`` (the prior's noisy class counts) and the configuration only, never
+    of the data itself. At most ``most`` rounds (:func:`max_rounds`), and no more than keep
+    the average cell's row count ``ñ/cells`` at ``min_signal`` times the round's noise scale
+    (at least 1; :func:`~dpjax.privacy.composition.affordable_rounds`): pure rounds of ``ε_r``
+    have Laplace scale ``1/ε_r``, Gaussian rounds of ``ρ_r`` standard deviation
+    ``sqrt(1/(2ρ_r))``. Small data at small ``ε`` thus spends its budget on fewer, less noisy
+    rounds."""
+    signal = jnp.asarray(size, jnp.float32) / (jnp.asarray(cells, jnp.float32) * min_signal)
+    return jnp.clip(affordable_rounds(epsilon, prior, signal, delta, gaussian=gaussian), 1.0,
+                    jnp.asarray(most, jnp.float32))
 
 
-def max_rounds(n_features: int, shape: str, n_trees: int) -> int:
+def cyclic_rounds(n_features: int, passes: int, focus: int) -> int:
+    """Rounds of the cyclic shape's ``passes`` passes: the first over all ``n`` features, each
+    later one over the ``min(focus, n)`` features of largest released gain (:func:`fit`)."""
+    return n_features + (passes - 1) * min(focus, n_features)
+
+
+def noise_kinds(noise: str, delta: float) -> tuple[str, ...]:
+    """The noises a fit may release its rounds with: ``"laplace"`` (pure) or ``"gaussian"``
+    (needs ``δ > 0``), or for ``"auto"`` Laplace alone at ``δ = 0`` and both at ``δ > 0`` (the
+    choice is public: :func:`fit`)."""
+    if noise == "auto":
+        return ("laplace", "gaussian") if delta > 0.0 else ("laplace",)
+    return (noise,)
+
+
+def gaussian_pays(plans: dict[str, dict[str, jax.Array]], epsilon: ArrayLike,
+                  gaussian_prior: ArrayLike, delta: float, sensitivity: float,
+                  cells: int) -> jax.Array:
+    """``noise="auto"`` at ``δ > 0``: the Gaussian plan where it affords at least the pure
+    plan's rounds and, at that many rounds, its noise's standard deviation is below the
+    Laplace noise's (``√2`` scales); Laplace noise grows as ``R`` and the Gaussian's as
+    ``√R``, so the Gaussian pays for many rounds only. Public: a function of the plans
+    (:func:`fit`), ``ε``, ``δ`` and the prior's ``ε_0``."""
+    pure, gaussian = plans["laplace"], plans["gaussian"]
+    at_pure = noise_scale(round_rho(epsilon, gaussian_prior, pure["rounds"], delta),
+                          sensitivity,
+                          "gaussian", cells)
+    return (gaussian["rounds"] >= pure["rounds"]) & (at_pure < math.sqrt(2.0) * pure["scale"])
+
+
+def max_rounds(n_features: int, shape: str, n_trees: int, passes: int = 1,
+               focus: int = 1) -> int:
     """Rounds the program is compiled for (the schedule's maximum)."""
-    return {"random": n_trees, "cyclic": 2 * n_features}.get(shape, max(n_trees,
-                                                                       2 * n_features))
+    cyclic = cyclic_rounds(n_features, passes, focus)
+    return {"random": n_trees, "cyclic": cyclic}.get(shape, max(n_trees, cyclic))
 
 
 def auto_uses_random(cyclic_rounds: jax.Array, n_features: int, shape: str) -> jax.Array:
@@ -175,19 +203,67 @@ def newton_moves(noisy: jax.Array, ridge: ArrayLike, learning_rate: ArrayLike) -
     return jnp.clip(move, -STEP_CLIP, STEP_CLIP)
 
 
-def release_prior(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
-                  sensitivity: float) -> tuple[jax.Array, jax.Array, Cost | None]:
-    """``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ = ñ_0 + ñ_1`` from the (noisy) class
-    counts, each floored at 1; the counts' L1 sensitivity is ``sensitivity`` (one record is in
-    one class)."""
+def merged_cells(codes: jax.Array, n_ordered: ArrayLike, resolution: ArrayLike) -> jax.Array:
+    """A feature's cells at ``resolution``: its ``B = n_ordered`` ordered codes (equal-width
+    bins ``0..B-1``) merged into ``K = min(resolution, B)`` runs of adjacent codes, ``c ->
+    ⌊c·K/B⌋``, and its later codes (missing) kept apart after them, ``c -> c − B + K``; a
+    feature without ordered codes (``B = 0``: categorical) keeps every code. Data-independent
+    (a public function of public codes)."""
+    n_ordered = jnp.asarray(n_ordered, jnp.int32)
+    whole = jnp.maximum(n_ordered, 1)
+    k = jnp.minimum(jnp.asarray(resolution).astype(jnp.int32), whole)
+    merged = jnp.where(codes < whole, (codes * k) // whole, codes - whole + k)
+    return jnp.where(n_ordered > 0, merged, codes)
+
+
+def mean_cells(n_codes: np.ndarray, n_ordered: np.ndarray, resolution: ArrayLike) -> jax.Array:
+    """The features' mean cell count with their ordered codes merged to ``resolution``
+    (:func:`merged_cells`)."""
+    n_codes, n_ordered = np.asarray(n_codes, np.float32), np.asarray(n_ordered, np.float32)
+    kept = jnp.minimum(jnp.asarray(resolution, jnp.float32), n_ordered)
+    return jnp.mean(n_codes - n_ordered + kept)
+
+
+def resolution_cells(size: ArrayLike, scale: ArrayLike, cell_signal: ArrayLike,
+                     most: int) -> jax.Array:
+    """The public resolution of the ordered features: the most cells ``K`` (2 to ``most``)
+    whose average cell ``ñ/K`` keeps ``cell_signal`` times the round's noise scale."""
+    fit = jnp.floor(jnp.asarray(size, jnp.float32) / (cell_signal * scale))
+    return jnp.clip(fit, 2.0, float(max(most, 2)))
+
+
+def released_gain(noisy: jax.Array, ridge: ArrayLike, variance: ArrayLike) -> jax.Array:
+    """A round's estimated loss reduction ``Σ_c (G̃_c² − v)/max(H̃_c + Λ, Λ)`` from its
+    released cell sums ``[C, 2]``, less each sum's noise variance ``v`` (``E[G̃²] = G² + v``):
+    post-processing that ranks the features for the focus passes."""
+    gradient, hessian = noisy[..., 0], noisy[..., 1]
+    ridge = jnp.asarray(ridge, jnp.float32)
+    return jnp.sum((gradient**2 - variance) / jnp.maximum(hessian + ridge, ridge))
+
+
+def release_counts(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+                   sensitivity: float) -> tuple[jax.Array, jax.Array, Cost | None]:
+    """The (noisy) class counts ``(ñ_0, ñ_1)`` (float32), their total and the cost; the
+    counts' L1 sensitivity is ``sensitivity`` (one record is in one class)."""
     positive = jnp.sum(y.astype(jnp.int32))
     counts = jnp.stack([y.shape[0] - positive, positive]).astype(jnp.int32)
     cost = None
     if epsilon is not None:
         counts, cost = laplace_mechanism(key, counts, sensitivity, epsilon, integer=True,
                                          label=f"L1 sens. {sensitivity:g}")
-    counts = jnp.maximum(counts.astype(jnp.float32), 1.0)
-    return jnp.log(counts[1] / counts[0]), counts.sum(), cost
+    counts = counts.astype(jnp.float32)
+    return counts, counts.sum(), cost
+
+
+def pooled_prior(releases: list[tuple[jax.Array, ArrayLike]]) -> tuple[jax.Array, jax.Array]:
+    """``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ = ñ_0 + ñ_1`` from one or more noisy
+    releases of the class counts at budgets ``ε_k``, pooled by inverse variance (weights
+    ``ε_k²``; post-processing), each count floored at 1."""
+    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
+    counts = jnp.stack([c for c, _ in releases])
+    pooled = jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
+    pooled = jnp.maximum(pooled, 1.0)
+    return jnp.log(pooled[1] / pooled[0]), pooled.sum()
 
 
 def round_sensitivity(sensitivity: float) -> float:
@@ -262,46 +338,101 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         enables the zCDP split; ``noise="gaussian"`` needs it).
 
     Returns:
-      ``(model, costs)``: ``"prior (class counts)"`` (scalar) and ``"rounds (gradient/hessian
-      sums)"`` (``[max_rounds]``, zero past the active rounds); empty without DP.
+      ``(model, costs)``: ``"prior (class counts)"`` (scalar), with ``noise="auto"`` at
+      ``δ > 0`` ``"scout (class counts)"`` (scalar), and the rounds of each noise the fit may
+      draw (:data:`ROUND_LABELS`; ``[max_rounds]``, zero past the active rounds and for the
+      noise not taken); empty without DP.
     """
     traced = config.resolve_traced(traced)
     learning_rate, regularisation = traced["learning_rate"], traced["regularisation"]
     min_signal = traced["min_signal"]
     shape, n_trees, depth, noise = config.shape, config.n_trees, config.depth, config.noise
+    n_features = codes.shape[1]
+    passes, focus = config.passes, min(config.focus, n_features)
     prior_share, sensitivity, delta = config.prior_share, context.sensitivity, context.delta
     n_codes_per_feature, structure_key = context.n_codes_per_feature, context.structure_key
     private = epsilon is not None
-    n_features = codes.shape[1]
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
-    total = max_rounds(n_features, shape, n_trees)
-    most = active_rounds(epsilon, n_features, shape, n_trees, min_signal=min_signal,
-                         prior_share=prior_share, noise=noise, delta=delta)
-    k_prior, k_rounds, k_structure = jax.random.split(key, 3)
+    total = max_rounds(n_features, shape, n_trees, passes, focus)
+    cyclic_most = cyclic_rounds(n_features, passes, focus)
+    k_prior, k_rounds, k_structure, k_scout = jax.random.split(key, 4)
     structure_key = k_structure if structure_key is None else structure_key
     costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
     n_cells = max(n_codes if has_cyclic else 0, 2**depth if has_random else 0)
+    n_ordered = (np.zeros(n_features, np.int32) if context.n_ordered is None
+                 else np.asarray(context.n_ordered, np.int32))
+    max_ordered = max(int(n_ordered.max(initial=0)), 1)
+    kinds = noise_kinds(noise, delta)
     if private:
-        prior_budget = prior_and_rounds(epsilon, most, prior_share=prior_share, delta=delta,
-                                        gaussian=noise == "gaussian")
-        prior, size, costs[PRIOR_LABEL] = release_prior(k_prior, y, prior_budget["prior"],
-                                                        sensitivity)
-        schedule = functools.partial(active_rounds, epsilon, n_features, n_trees=n_trees,
-                                     size=size, min_signal=min_signal,
-                                     prior_share=prior_share, noise=noise, delta=delta)
-        cyclic_rounds = schedule(shape="cyclic", cells=float(np.mean(n_codes_per_feature)))
-        random_rounds = schedule(shape="random", cells=2.0**depth)
-        use_random = auto_uses_random(cyclic_rounds, n_features, shape)
-        rounds = jnp.where(use_random, random_rounds, cyclic_rounds)
-        budget = prior_and_rounds(epsilon, rounds, prior_share=prior_share, delta=delta,
-                                  decide_rounds=most, gaussian=noise == "gaussian")
-        scale = noise_scale(budget["round"], sensitivity, noise, n_cells)
+        # the prior's share in each route: pure share·ε, or (Gaussian rounds) share·ρ in zCDP
+        fixed = {"laplace": round_down(prior_share * jnp.asarray(epsilon, jnp.float32)),
+                 "gaussian": round_down(jnp.sqrt(2.0 * prior_share
+                                                 * zcdp_budget(epsilon, delta)))}
+
+        def plan(kind: str, size: jax.Array) -> dict[str, jax.Array]:
+            """The schedule of ``kind`` noise at the released size: rounds, resolution,
+            shape, round budget."""
+            def rounds_at(cells: ArrayLike, most: int) -> jax.Array:
+                return active_rounds(epsilon, fixed[kind], size, cells, most,
+                                     min_signal=min_signal, delta=delta,
+                                     gaussian=kind == "gaussian")
+
+            def budget_at(rounds: jax.Array) -> jax.Array:
+                if kind == "gaussian":
+                    return round_rho(epsilon, fixed[kind], rounds, delta)
+                return pure_round_after(epsilon, fixed[kind], rounds, delta)
+
+            # one pass at the coarsest cells first (every ordered feature in two); then the
+            # finest resolution whose average cell keeps cell_signal noise scales at that
+            # pass's rounds (more Gaussian passes average their noise: the same resolution)
+            coarsest = rounds_at(mean_cells(n_codes_per_feature, n_ordered, 2.0), n_features)
+            resolution = resolution_cells(
+                size, noise_scale(budget_at(coarsest), sensitivity, kind, n_cells),
+                traced["cell_signal"], max_ordered)
+            cyclic = rounds_at(mean_cells(n_codes_per_feature, n_ordered, resolution),
+                               cyclic_most if kind == "gaussian" else n_features)
+            use_random = auto_uses_random(cyclic, n_features, shape)
+            rounds = jnp.where(use_random, rounds_at(2.0**depth, n_trees), cyclic)
+            budget = budget_at(rounds)
+            return {"rounds": rounds, "resolution": resolution, "use_random": use_random,
+                    "budget": budget, "scale": noise_scale(budget, sensitivity, kind, n_cells),
+                    "gaussian": jnp.asarray(kind == "gaussian")}
+
+        if len(kinds) == 2:     # "auto" at δ > 0: a scout count decides the route
+            scout_epsilon = round_down(SCOUT_SHARE * jnp.asarray(epsilon, jnp.float32))
+            scout, scout_size, costs[SCOUT_LABEL] = release_counts(
+                k_scout, y, scout_epsilon, sensitivity)
+            pick = gaussian_pays({kind: plan(kind, scout_size) for kind in kinds}, epsilon,
+                                 fixed["gaussian"], delta, sensitivity, n_cells)
+            # the prior takes the rest of its share in the route taken
+            prior_epsilon = jnp.where(
+                pick, round_down(jnp.sqrt(jnp.maximum(fixed["gaussian"]**2
+                                                      - scout_epsilon**2, 0.0))),
+                round_down(fixed["laplace"] - scout_epsilon))
+            counts, _, costs[PRIOR_LABEL] = release_counts(k_prior, y, prior_epsilon,
+                                                           sensitivity)
+            prior, size = pooled_prior([(scout, scout_epsilon), (counts, prior_epsilon)])
+        else:
+            pick = jnp.asarray(kinds[0] == "gaussian")
+            counts, _, costs[PRIOR_LABEL] = release_counts(k_prior, y, fixed[kinds[0]],
+                                                           sensitivity)
+            prior, size = pooled_prior([(counts, fixed[kinds[0]])])
+        plans = {kind: plan(kind, size) for kind in kinds}
+        chosen = jax.tree.map(lambda g, p: jnp.where(pick, g, p), plans[kinds[-1]],
+                              plans[kinds[0]])
+        rounds, resolution, use_random = (chosen["rounds"], chosen["resolution"],
+                                          chosen["use_random"])
+        scale = chosen["scale"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
-    else:   # without DP "auto" is cyclic: active_rounds gave its two passes
-        prior, _, _ = release_prior(k_prior, y, None, sensitivity)
+        variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
+    else:   # without DP "auto" is cyclic
+        counts, _, _ = release_counts(k_prior, y, None, sensitivity)
+        prior, _ = pooled_prior([(counts, 1.0)])
         use_random = jnp.asarray(shape == "random")
-        rounds, ridge = most, jnp.float32(1.0)
+        rounds = jnp.float32(n_trees if shape == "random" else cyclic_most)
+        ridge, variance = jnp.float32(1.0), jnp.float32(0.0)
+        resolution = jnp.float32(max_ordered)
     # data-independent structures: random trees, and a random order of the features (round
     # r of the cyclic shape visits feature order[r mod n])
     k_trees, k_order = jax.random.split(structure_key)
@@ -310,46 +441,70 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     order = jax.random.permutation(k_order, n_features)
 
     columns = codes.T if has_cyclic else None   # [n, m]: a cyclic round reads one row
+    ordered = jnp.asarray(n_ordered)
 
-    def cyclic_cell(r: jax.Array) -> jax.Array:
-        return columns[order[r % n_features]].astype(jnp.int32)
+    def cyclic_cell(f: jax.Array, column: jax.Array) -> jax.Array:
+        return merged_cells(column.astype(jnp.int32), ordered[f], resolution)
+
+    def round_feature(r: jax.Array, gain: jax.Array) -> jax.Array:
+        """Round ``r``'s feature (cyclic shape): ``order[r]`` in the first pass, then the
+        ``focus`` features of largest released gain in turn (post-processing)."""
+        top = jnp.argsort(-gain)[:focus]
+        return jnp.where(r < n_features, order[jnp.minimum(r, n_features - 1)],
+                         top[jnp.maximum(r - n_features, 0) % focus])
 
     def random_cell(r: jax.Array) -> jax.Array:
         tree = jnp.minimum(r, feature.shape[0] - 1)
         return leaf_index(feature[tree], threshold[tree], codes)
 
-    def round_stats(score: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def round_stats(score: jax.Array, r: jax.Array, f: jax.Array,
+                    ) -> tuple[jax.Array, jax.Array]:
         if has_random and has_cyclic:
-            cell = jax.lax.cond(use_random, random_cell, cyclic_cell, r)
+            cell = jax.lax.cond(use_random, random_cell,
+                                lambda _: cyclic_cell(f, columns[f]), r)
         else:
-            cell = random_cell(r) if has_random else cyclic_cell(r)
+            cell = random_cell(r) if has_random else cyclic_cell(f, columns[f])
         return cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
 
-    def dead_round(score: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def dead_round(score: jax.Array, r: jax.Array, f: jax.Array,
+                   ) -> tuple[jax.Array, jax.Array]:
         return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype),
-                            jax.eval_shape(round_stats, score, r))
+                            jax.eval_shape(round_stats, score, r, f))
 
-    def round_r(score: jax.Array, r: jax.Array):
+    def round_r(carry: tuple[jax.Array, jax.Array], r: jax.Array):
+        score, gain = carry
         live = r < rounds
+        f = round_feature(r, gain)
         # past the public schedule a round releases nothing and moves nothing: skip its pass
-        cell, sums = jax.lax.cond(live, round_stats, dead_round, score, r)
+        cell, sums = jax.lax.cond(live, round_stats, dead_round, score, r, f)
         if private:
-            sums, cost = release_sums(jax.random.fold_in(k_rounds, r), sums, budget["round"],
-                                      sensitivity, noise, delta)
-            cost = cost.gated(live)
+            released = [release_sums(jax.random.fold_in(k_rounds, r), sums,
+                                     plans[kind]["budget"], sensitivity, kind, delta)
+                        for kind in kinds]
+            if len(released) == 2:
+                sums = jnp.where(pick, released[1][0], released[0][0])
+                cost = (released[0][1].gated(live & ~pick), released[1][1].gated(live & pick))
+            else:
+                sums, cost = released[0][0], (released[0][1].gated(live),)
         else:
             cost = None
         move = jnp.where(live, newton_moves(sums, ridge, learning_rate), 0.0)
-        return score + move[cell], (move, cost)
+        first_pass = live & (r < n_features)
+        gain = jnp.where(first_pass, gain.at[f].set(released_gain(sums, ridge, variance)),
+                         gain)
+        code_move = move[cyclic_cell(f, jnp.arange(n_codes))] if has_cyclic else move
+        return (score + move[cell], gain), (code_move, move, f, cost)
 
-    _, (moves, round_costs) = jax.lax.scan(round_r, jnp.full(codes.shape[0], prior),
-                                           jnp.arange(total))
+    start = (jnp.full(codes.shape[0], prior), jnp.full(n_features, -jnp.inf))
+    _, (code_moves, moves, visited, round_costs) = jax.lax.scan(round_r, start,
+                                                                jnp.arange(total))
     if private:
-        costs[ROUNDS_LABEL] = round_costs
+        for kind, kind_costs in zip(kinds, round_costs, strict=True):
+            costs[ROUND_LABELS[kind]] = kind_costs
     table = jnp.zeros((n_features, n_codes), jnp.float32)
     if has_cyclic:
-        table = jnp.where(use_random, table, jax.ops.segment_sum(
-            moves[:, :n_codes], order[jnp.arange(total) % n_features], n_features))
+        table = jnp.where(use_random, table,
+                          jax.ops.segment_sum(code_moves, visited, n_features))
     if has_random:
         leaf = jnp.where(use_random, moves[:n_trees, :2**depth], 0.0)
         trees = DenseTree(feature=feature, threshold=threshold, leaf=leaf)
@@ -359,6 +514,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     return NewtonBoostedModel(prior=prior, table=table, trees=trees), costs
 
 
-__all__ = ["NOISES", "SHAPES", "active_rounds", "auto_uses_random", "cell_bound", "fit",
-           "gradient_stats", "max_rounds", "newton_moves", "noise_scale", "release_prior",
-           "release_sums", "round_sensitivity"]
+__all__ = ["NOISES", "SHAPES", "active_rounds", "auto_uses_random", "cell_bound",
+           "cyclic_rounds", "fit", "gaussian_pays", "gradient_stats", "max_rounds",
+           "mean_cells", "merged_cells", "newton_moves", "noise_kinds", "noise_scale",
+           "pooled_prior", "release_counts", "release_sums", "released_gain",
+           "resolution_cells", "round_sensitivity"]

@@ -38,20 +38,24 @@ from dpjax.trees.describe import describe_dense_trees, tree_importances, values_
 @dataclasses.dataclass(frozen=True)
 class Boosted(Learner):
     """Private Newton boosting of the logistic loss (binary labels): a released prior, then
-    rounds of cells (``shape="cyclic"``: one feature's codes per round, features cycled, as
-    DP-EBM; ``"random"``: the leaves of a random-structure tree; ``"auto"``, the default: the
-    cyclic shape unless its public schedule cannot afford one pass over the features) whose
-    noisy gradient/hessian sums give shrunk Newton moves. ``learning_rate`` and
-    ``regularisation`` are traced (sweepable); the number of rounds is a public function of
-    ``ε``, the feature count and the released size
-    (:func:`dpjax.ensembles.newton.boosting.active_rounds`, with the traced ``min_signal``).
+    rounds of cells (``shape="cyclic"``: one feature's codes per round, as DP-EBM, a first pass
+    over every feature then ``passes − 1`` passes over the ``focus`` features of largest
+    released gain; ``"random"``: the leaves of a random-structure tree; ``"auto"``, the
+    default: the cyclic shape unless its public schedule cannot afford one pass over the
+    features) whose noisy gradient/hessian sums give shrunk Newton moves. Numeric bins are
+    merged into coarser steps where the data is small for the noise (``cell_signal``).
+    ``learning_rate``, ``regularisation``, ``min_signal`` and ``cell_signal`` are traced
+    (sweepable); the number of rounds is a public function of ``ε``, ``δ``, the feature count
+    and the released size (:func:`dpjax.ensembles.newton.boosting.active_rounds`).
     ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
-    size the random shape's trees. With ``delta > 0`` the releases are also composed in zCDP;
-    ``noise="gaussian"`` (``delta > 0``) draws discrete Gaussian noise instead of Laplace,
-    ``ρ`` per release (:mod:`dpjax.ensembles.newton.boosting`)."""
+    size the random shape's trees. ``noise="auto"`` (the default) draws Laplace noise at
+    ``delta = 0`` (pure ``ε``-DP) and at ``delta > 0`` the discrete Gaussian where its public
+    plan pays; ``"laplace"`` and ``"gaussian"`` (``delta > 0``) force one
+    (:mod:`dpjax.ensembles.newton.boosting`)."""
 
     name: ClassVar[str] = "boosted"
     binary: ClassVar[bool] = True
+    default_bins: ClassVar[int] = 32     # merged where the data is small (cell_signal)
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
@@ -59,8 +63,11 @@ class Boosted(Learner):
     learning_rate: float = traced(1.0, positive_float)
     regularisation: float = traced(1.0, positive_float)
     min_signal: float = traced(4.0, positive_float)
+    cell_signal: float = traced(16.0, positive_float)
+    passes: int = hyper(3, positive_int(64))
+    focus: int = hyper(6, positive_int(4096))
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
-    noise: str = hyper("laplace", choice(*NOISES))
+    noise: str = hyper("auto", choice(*NOISES))
 
     @property
     def composition(self) -> str:
@@ -121,6 +128,6 @@ class Boosted(Learner):
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes and per-record statistics, the rounds' moves and the random trees."""
-        rounds = max_rounds(n, self.shape, self.n_trees)
+        rounds = max_rounds(n, self.shape, self.n_trees, self.passes, self.focus)
         cells = max(max_codes, 2**self.depth)
         return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)

@@ -17,32 +17,55 @@ import pytest
 import dpjax
 from dpjax.ensembles.newton import active_rounds, auto_uses_random, newton_decision
 from dpjax.ensembles.newton.boosting import (
-    EPOCHS_EPSILON,
     GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
     PRIOR_LABEL,
-    ROUNDS_LABEL,
+    ROUND_LABELS,
+    SCOUT_LABEL,
     STEP_CLIP,
     cell_bound,
+    cyclic_rounds,
+    gaussian_pays,
     gradient_stats,
+    max_rounds,
+    merged_cells,
     newton_moves,
+    noise_kinds,
     noise_scale,
     release_sums,
+    resolution_cells,
 )
+from dpjax.learner import FitContext
 from dpjax.learners import Boosted
 from dpjax.privacy import zcdp_to_dp
-from dpjax.privacy.composition import prior_and_rounds, zcdp_budget
+from dpjax.privacy.composition import (
+    affordable_rounds,
+    pure_round_after,
+    round_rho,
+    zcdp_budget,
+)
 from tests.helpers.fits import fit_newton_boosted
+from tests.helpers.newton_budget import newton_split, prior_epsilon
 
 N_CODES = np.full(3, 8, np.int32)
-NO_PRIOR = {"min_signal": 4.0, "prior_share": 0.0, "noise": "laplace", "delta": 0.0}
-"""The schedule's settings where a test names none: ``min_signal`` 4, no prior share."""
-ALPHA_PRIOR = {**NO_PRIOR, "prior_share": 0.1}
+LAPLACE_ROUNDS, GAUSSIAN_ROUNDS = ROUND_LABELS["laplace"], ROUND_LABELS["gaussian"]
+PURE = {"min_signal": 4.0, "delta": 0.0, "gaussian": False}
+"""The schedule's settings where a test names none: ``min_signal`` 4, pure rounds, ``δ = 0``."""
 
 
-def planted(m: int = 400, seed: int = 0, flip: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """``ρ(ε, δ)`` in closed form: ``ρ + 2·sqrt(ρ·L) = ε`` with ``L = ln(1/δ)`` is
+    ``(sqrt(L + ε) − sqrt(L))²`` (the hand value :func:`zcdp_budget` computes)."""
+    log_term = math.log(1.0 / delta)
+    return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
+
+
+def planted(m: int = 400, seed: int = 0, flip: float = 0.1,
+            n_features: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Codes 0..7 of ``n_features`` features; the label is ``code_0 > 3``, flipped at rate
+    ``flip`` (Bayes rate ``1 − flip``): only feature 0 carries signal."""
     rng = np.random.default_rng(seed)
-    codes = rng.integers(0, 8, (m, 3)).astype(np.uint8)
+    codes = rng.integers(0, 8, (m, n_features)).astype(np.uint8)
     y = (codes[:, 0] > 3) ^ (rng.uniform(size=m) < flip)
     return codes, y.astype(np.int32)
 
@@ -85,20 +108,33 @@ def test_adding_a_record_moves_a_round_release_by_at_most_its_sensitivity(seed):
 
 # --- budgets --------------------------------------------------------------------------------
 
+SCOUTED = [(0.0, False), (1e-6, False), (1e-6, True), (1e-3, False), (1e-3, True)]
+"""``(δ, scout)``: the counts released once (``noise="laplace"`` or ``"gaussian"``), or at
+``δ > 0`` also as ``noise="auto"`` releases them (a scout, then the prior's rest)."""
+
+
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
 @pytest.mark.parametrize("rounds", [3, 14, 41, 400])
-@pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-3])
-def test_round_budgets_stay_within_the_request_under_the_composition_used(epsilon, rounds,
-                                                                         delta):
-    budget = {k: float(v) for k, v in prior_and_rounds(epsilon, rounds, prior_share=0.1,
-                                                       delta=delta).items()}
-    basic = budget["prior"] + rounds * budget["round"]
-    rho = (budget["prior"] ** 2 + rounds * budget["round"] ** 2) / 2
+@pytest.mark.parametrize(("delta", "scout"), SCOUTED)
+def test_pure_rounds_after_the_prior_stay_within_the_request_in_the_better_view(epsilon, rounds,
+                                                                                delta, scout):
+    """The counts at ``ε_0 = 0.1·ε`` (or a scout at ``0.02·ε`` and the prior at the rest) then
+    ``R`` pure rounds of :func:`pure_round_after`: basic composition or (``δ > 0``) the zCDP
+    conversion of all the releases stays within ``(ε, δ)``. Without a scout the better view
+    spends the request (to the float32 rounding down); with one, the zCDP view leaves what the
+    split counts save in zCDP (``(0.1² − 0.02² − 0.08²)·ε²/2``) unspent: a few per cent."""
+    counts, each = newton_split(epsilon, rounds, delta, "laplace", scout)
+    assert sum(counts) == pytest.approx(0.1 * epsilon, rel=1e-5)
+    basic = sum(counts) + rounds * each
+    rho = (sum(c**2 for c in counts) + rounds * each**2) / 2
     zcdp = zcdp_to_dp(rho, delta) if delta > 0 else math.inf
     assert min(basic, zcdp) <= epsilon
-    assert min(basic, zcdp) >= epsilon * (1 - 1e-3)
+    assert min(basic, zcdp) >= epsilon * (0.9 if scout else 1 - 1e-3)
     if delta == 0:
-        assert budget["round"] == pytest.approx(0.9 * epsilon / rounds, rel=1e-5)
+        assert each == pytest.approx(0.9 * epsilon / rounds, rel=1e-5)
+    else:   # the larger of the sequential share and the zCDP share of what the prior leaves
+        zcdp_share = math.sqrt(2 * (zcdp_rho(epsilon, delta) - (0.1 * epsilon)**2 / 2) / rounds)
+        assert each == pytest.approx(max(0.9 * epsilon / rounds, zcdp_share), rel=1e-4)
 
 
 def test_per_record_gradient_and_hessian_have_l2_norm_at_most_one_unit_plus_root_two():
@@ -115,13 +151,20 @@ def test_per_record_gradient_and_hessian_have_l2_norm_at_most_one_unit_plus_root
 
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
 @pytest.mark.parametrize("rounds", [3, 14, 400])
-@pytest.mark.parametrize("delta", [1e-6, 1e-3])
-def test_gaussian_budgets_compose_in_zcdp_within_the_request(epsilon, rounds, delta):
-    budget = {k: float(v) for k, v in prior_and_rounds(epsilon, rounds, prior_share=0.1,
-                                                       delta=delta, gaussian=True).items()}
-    rho = budget["prior"] ** 2 / 2 + rounds * budget["round"]   # Laplace prior: ε_0²/2
+@pytest.mark.parametrize(("delta", "scout"), [d for d in SCOUTED if d[0] > 0])
+def test_gaussian_rounds_and_the_laplace_prior_compose_in_zcdp_within_the_request(
+        epsilon, rounds, delta, scout):
+    """Before Gaussian rounds the (pure) counts take ``ε_0 = sqrt(2·0.1·ρ)``, ``0.1·ρ`` in
+    zCDP (or a scout at ``0.02·ε`` and the prior at ``sqrt(ε_0² − 0.02²ε²)``: the same
+    ``ρ``); ``R`` rounds of :func:`round_rho` take the other ``0.9·ρ``: the total converts to
+    at most ``ε`` and spends it (to the float32 rounding down)."""
+    counts, each = newton_split(epsilon, rounds, delta, "gaussian", scout)
+    rho = sum(c**2 for c in counts) / 2 + rounds * each
     assert zcdp_to_dp(rho, delta) <= epsilon
     assert zcdp_to_dp(rho, delta) >= epsilon * (1 - 1e-3)
+    assert sum(c**2 for c in counts) / 2 == pytest.approx(0.1 * zcdp_rho(epsilon, delta),
+                                                           rel=1e-4)
+    assert each == pytest.approx(0.9 * zcdp_rho(epsilon, delta) / rounds, rel=1e-4)
 
 
 @pytest.mark.slow
@@ -155,8 +198,9 @@ def test_gaussian_noise_needs_delta_and_its_ledger_composes_rhos():
                       n_bins=8, noise="gaussian", shape="random", n_trees=40, depth=2,
                       min_signal=1e-3)
     ledger = model.privacy
-    rounds = [e for e in ledger.entries if e.what == ROUNDS_LABEL]
+    rounds = [e for e in ledger.entries if e.what == GAUSSIAN_ROUNDS]
     assert rounds and all(e.rho is not None and "Gaussian" in e.mechanism for e in rounds)
+    assert not any(e.what == LAPLACE_ROUNDS for e in ledger.entries)
     assert sum(e.count for e in rounds) == 40
     assert ledger.epsilon == ledger.zcdp_view[0] <= 1.0
     assert ledger.epsilon >= 0.9 and ledger.delta == 1e-6
@@ -174,10 +218,13 @@ def test_zcdp_budget_converts_back_to_epsilon():
 
 @pytest.mark.slow
 def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_views():
+    """Laplace rounds (``noise="laplace"``: ``"auto"`` would pick the Gaussian plan for 200
+    rounds) at ``δ > 0`` take the zCDP share when it beats the sequential one."""
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     bounds = {c: (0.0, 1.0) for c in X.columns}
     model = dpjax.fit(X, Y, method="boosted", epsilon=1.0, delta=1e-5, bounds=bounds, key=0,
-                      n_bins=8, shape="random", n_trees=200, depth=2, min_signal=1e-3)
+                      n_bins=8, shape="random", n_trees=200, depth=2, min_signal=1e-3,
+                      noise="laplace")
     ledger = model.privacy
     assert ledger.composition == "zcdp" and ledger.zcdp_view is not None
     assert ledger.basic_epsilon > 1.0          # 200 rounds: the basic sum is over the request
@@ -189,42 +236,85 @@ def test_many_rounds_with_delta_use_the_zcdp_split_and_the_ledger_shows_both_vie
     assert pure.privacy.delta == 0.0 and pure.privacy.epsilon <= 1.0
     assert pure.privacy.zcdp_view is None
     rounds = {e.what: e.epsilon for e in ledger.entries}
-    assert rounds[ROUNDS_LABEL] > {e.what: e.epsilon for e in pure.privacy.entries}[
-        ROUNDS_LABEL]
+    assert rounds[LAPLACE_ROUNDS] > {e.what: e.epsilon for e in pure.privacy.entries}[
+        LAPLACE_ROUNDS]
 
 
-# --- the public schedule: reads ε, the feature count and the configuration only ------------
+# --- the public schedule: reads ε, δ, the prior's ε_0, the released size, the configuration ---
+
+def active(epsilon: float, prior: float, size: float, cells: float, most: int,
+           **settings: object) -> float:
+    """:func:`active_rounds` at :data:`PURE` unless ``settings`` say otherwise."""
+    return float(active_rounds(epsilon, prior, size, cells, most, **{**PURE, **settings}))
+
+
+def test_schedule_is_a_function_of_public_quantities_only():
+    """``active_rounds`` reads ``ε``, the prior's ``ε_0``, the released size, the cells, the most
+    rounds and the configuration (no data argument); its values by hand: the most rounds whose
+    per-round noise scale stays at most ``signal = ñ/(cells·min_signal)`` (the average cell
+    keeps ``min_signal`` noise scales), at least one and at most ``most``."""
+    assert list(inspect.signature(active_rounds).parameters) == [
+        "epsilon", "prior", "size", "cells", "most", "min_signal", "delta", "gaussian"]
+    # 700 released rows in cells of 10 at min_signal 4: signal 700/40 = 17.5; pure rounds at
+    # δ = 0: R = ⌊(ε − ε_0)·17.5⌋; few released rows at a small ε: fewer, less noisy rounds
+    assert active(0.05, 0.005, 700.0, 10.0, 41) == 1       # ⌊0.7875⌋ = 0: at least one
+    assert active(0.1, 0.01, 700.0, 10.0, 41) == 1         # ⌊1.575⌋
+    assert active(1.0, 0.1, 700.0, 10.0, 41) == 15         # ⌊15.75⌋
+    assert active(1.0, 0.1, 14_000.0, 10.0, 14) == 14      # ⌊315⌋, at most 14
+    # δ = 1e-6: ρ(1, δ) = (√(L + 1) − √L)² = 0.017469 (L = ln 10⁶), and the prior leaves
+    # ρ' = ρ − 0.1²/2 = 0.012469
+    assert zcdp_rho(1.0, 1e-6) - 0.1**2 / 2 == pytest.approx(0.012469, abs=1e-6)
+    assert float(zcdp_budget(1.0, 1e-6)) == pytest.approx(zcdp_rho(1.0, 1e-6), rel=1e-4)
+    # pure: the larger of ⌊0.9·17.5⌋ = 15 and ⌊2ρ'·17.5²⌋ = ⌊7.64⌋ = 7; Gaussian: 7
+    assert active(1.0, 0.1, 700.0, 10.0, 41, delta=1e-6) == 15
+    assert active(1.0, 0.1, 700.0, 10.0, 41, delta=1e-6, gaussian=True) == 7
+    # 14,000 rows, signal 350: ⌊2ρ'·350²⌋ = ⌊3054.8⌋ beats ⌊0.9·350⌋ = 315
+    assert active(1.0, 0.1, 14_000.0, 10.0, 5000, delta=1e-6) == 3054
+    assert active(1.0, 0.1, 14_000.0, 10.0, 5000, delta=1e-6, gaussian=True) == 3054
+    assert active(1.0, 0.1, 14_000.0, 10.0, 100, delta=1e-6, gaussian=True) == 100
+    # the most rounds compiled for: a pass over the n features, then passes − 1 passes over
+    # min(focus, n) of them (cyclic), n_trees (random), the larger of the two (auto)
+    assert (cyclic_rounds(7, 3, 6), cyclic_rounds(3, 3, 6), cyclic_rounds(7, 1, 6)) == (19, 9, 7)
+    assert max_rounds(7, "cyclic", 20, 3, 6) == 19
+    assert max_rounds(7, "random", 20, 3, 6) == 20
+    assert max_rounds(30, "auto", 20, 3, 6) == 42
+    assert max_rounds(7, "auto", 20) == 20
+    # the noises a fit may use: Laplace alone at δ = 0
+    assert noise_kinds("auto", 0.0) == ("laplace",)
+    assert noise_kinds("auto", 1e-6) == ("laplace", "gaussian")
+    assert noise_kinds("laplace", 1e-6) == ("laplace",)
+    assert noise_kinds("gaussian", 1e-6) == ("gaussian",)
+
 
 @pytest.mark.slow
-def test_default_schedule_is_a_function_of_public_quantities_only():
-    # ε, the feature count, the configuration and the *released* size: no data argument
-    assert list(inspect.signature(active_rounds).parameters) == [
-        "epsilon", "n_features", "shape", "n_trees", "size", "cells", "min_signal",
-        "prior_share", "noise", "delta"]
-    # few released rows at a small ε: fewer, less noisy rounds (at least one)
-    assert float(active_rounds(0.1, 41, "cyclic", 20, 700.0, 10.0, **ALPHA_PRIOR)) == 1
-    assert float(active_rounds(1.0, 41, "cyclic", 20, 700.0, 10.0, **ALPHA_PRIOR)) == 15
-    assert float(active_rounds(1.0, 14, "cyclic", 20, 14_000.0, 10.0, **ALPHA_PRIOR)) == 14
-    assert float(active_rounds(1.0, 7, "cyclic", 20, **NO_PRIOR)) == 7
-    assert float(active_rounds(EPOCHS_EPSILON, 7, "cyclic", 20, **NO_PRIOR)) == 14
-    assert float(active_rounds(None, 7, "cyclic", 20, **NO_PRIOR)) == 14
-    assert float(active_rounds(0.1, 7, "random", 20, **NO_PRIOR)) == 20
-    # two datasets of the same shape but different values: the same releases, the same costs
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_two_datasets_of_one_shape_get_the_same_schedule_and_costs(delta):
+    """Two datasets of the same shape but different values (the released size noised by the
+    same key): the same releases, the same costs. The Laplace plan makes one pass: at ε = 0.5
+    on ñ ≈ 400 rows (cells of 8, min_signal 4) ``⌊(ε − ε_0)·ñ/32⌋ = 5`` rounds, at most the 3
+    features; at ε = 8 three too (at ``δ > 0`` the Gaussian plan does not pay for 3 rounds)."""
     other_codes, other_y = planted(seed=9, flip=0.4)
     for epsilon in (0.5, 8.0):
         costs = [fit_newton_boosted(jax.random.key(0), jnp.asarray(c), jnp.asarray(y),
-                                    jnp.float32(epsilon), n_codes_per_feature=N_CODES)[1]
+                                    jnp.float32(epsilon), n_codes_per_feature=N_CODES,
+                                    delta=delta)[1]
                  for c, y in ((CODES, Y), (other_codes, other_y))]
         chex.assert_trees_all_equal(costs[0], costs[1])
-        live = np.asarray(costs[0][ROUNDS_LABEL].epsilon) > 0
-        assert live.sum() == float(active_rounds(epsilon, 3, "cyclic", 20, **NO_PRIOR))
+        labels = {PRIOR_LABEL, LAPLACE_ROUNDS} | ({SCOUT_LABEL, GAUSSIAN_ROUNDS} if delta > 0
+                                                 else set())
+        assert set(costs[0]) == labels
+        live = np.asarray(costs[0][LAPLACE_ROUNDS].epsilon) > 0
+        assert live.sum() == 3 and live[:3].all()
+        if delta > 0:
+            assert not np.any(np.asarray(costs[0][GAUSSIAN_ROUNDS].epsilon))
 
 
 @pytest.mark.slow
 def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_a_pass():
     """``shape="auto"`` reads the public schedule only: at ε = 0.05 on 400 rows the cyclic
     shape affords one round for three features, so the fit boosts random trees (the table is
-    empty, the rounds are the random schedule's); at ε = 8 it makes two cyclic passes."""
+    empty, the rounds are the random schedule's); at ε = 8 it makes one cyclic pass (the
+    Laplace plan's, at δ = 0)."""
     assert list(inspect.signature(auto_uses_random).parameters) == [
         "cyclic_rounds", "n_features", "shape"]
     assert bool(auto_uses_random(jnp.float32(2.0), 3, "auto"))
@@ -234,12 +324,12 @@ def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_
     small, small_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(0.05),
                                             n_codes_per_feature=N_CODES)
     assert np.all(np.asarray(small.table) == 0) and np.any(np.asarray(small.trees.leaf) != 0)
-    live = np.asarray(small_costs[ROUNDS_LABEL].epsilon) > 0
+    live = np.asarray(small_costs[LAPLACE_ROUNDS].epsilon) > 0
     assert 1 <= live.sum() <= 20 and not live[20:].any()       # at most the 20 random trees
     large, large_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(8.0),
                                             n_codes_per_feature=N_CODES)
     assert np.all(np.asarray(large.trees.leaf) == 0) and np.any(np.asarray(large.table) != 0)
-    assert int((np.asarray(large_costs[ROUNDS_LABEL].epsilon) > 0).sum()) == 6
+    assert int((np.asarray(large_costs[LAPLACE_ROUNDS].epsilon) > 0).sum()) == 3
     assert np.mean(np.asarray(newton_decision(large, codes) > 0) == Y) > 0.6
     # at ε = 0.05 on 400 rows one fit is mostly noise (accuracy 0.46-0.72 over keys); over 40
     # keys the mean accuracy (0.58; sd of one fit ~0.1, of the mean ~0.016) beats the majority
@@ -332,27 +422,281 @@ def test_boosted_config_validates_and_refuses_more_than_two_classes():
 def test_sweep_maps_grid_points_and_each_equals_its_single_fit():
     """The boosted sweep fits its grid points one after the other (``sweep_by_map``: each
     round skips the branch it does not use): grid point ``i`` of seed ``j`` is exactly the
-    learner's fit with its own noise key and the seed's shared structure key, on both sides of
-    the auto shape's switch (few rounds at the small ε: random trees; a full cyclic pass at
-    the large one)."""
+    learner's fit with its own noise key and the seed's shared structure key (and the model's
+    ordered codes, which the fit merges), on both sides of the auto shape's switch (few rounds
+    at the small ε: random trees; a full cyclic pass at the large one)."""
     from dpjax._keys import grid_keys
     from dpjax._preparation import fit_grid
-    from tests.conftest import learner_fit
 
     assert Boosted.sweep_by_map and "by_map" in inspect.signature(fit_grid).parameters
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     fit = dict(method="boosted", bounds={c: (0.0, 1.0) for c in X.columns}, n_bins=8)
-    sweep = dpjax.sweep(X, Y, epsilon=[0.05, 5.0], learning_rate=[0.5, 1.0], seeds=2, **fit)
+    sweep = dpjax.sweep(X, Y, epsilon=[0.02, 5.0], learning_rate=[0.5, 1.0], seeds=2, **fit)
+    spec = sweep.spec
+    assert spec.n_ordered.tolist() == [8, 8, 8]     # numeric: the fit may merge their bins
+    # the learner's own fit, jitted once: the model's context (its ordered codes included)
+    context = FitContext(spec.n_codes, 2, 1.0, None, None, 0.0, None, spec.n_ordered)
+    learner_fit = jax.jit(lambda key, epsilon, structure_key, **traced: sweep.configs[0].fit(
+        key, sweep.model(0).encode(X), jnp.asarray(Y), epsilon,
+        context._replace(structure_key=structure_key), **traced))
     cyclic = set()
     for i, point in enumerate(sweep.grid):
+        config = sweep.configs[i]
+        traced = {n: jnp.float32(config.encode_traced(n)) for n in config.traced_names()}
+        spent = []
         for j, seed in enumerate(sweep.seeds):
-            model = sweep.model(i, j)
             structure_key, point_keys = grid_keys(dpjax.as_key(seed), len(sweep.grid))
-            params, costs = learner_fit(model, X, Y, point_keys[i], point["epsilon"],
-                                        structure_key=structure_key,
-                                        learning_rate=point["learning_rate"])
-            chex.assert_trees_all_equal(model.params, params)
+            params, costs = learner_fit(point_keys[i], jnp.float32(point["epsilon"]),
+                                        structure_key, **traced)
+            chex.assert_trees_all_equal(sweep.model(i, j).params, params)
             ledger = dpjax.PrivacyLedger(requested_epsilon=point["epsilon"]).with_costs(costs)
-            assert model.privacy.epsilon == ledger.epsilon
+            spent.append(ledger.epsilon)
             cyclic.add(bool(np.any(np.asarray(params.table))))
+        assert sweep.ledgers[i].epsilon == max(spent)     # a grid point's: its seeds' largest
     assert cyclic == {True, False}
+
+
+# --- cells: a numeric feature's ordered codes merged to the public resolution -------------
+
+@pytest.mark.parametrize("n_ordered", [2, 8, 10, 32, 255])
+@pytest.mark.parametrize("resolution", [1, 2, 3, 7, 8, 16, 300])
+def test_merged_cells_are_runs_of_adjacent_ordered_codes_with_missing_apart(n_ordered,
+                                                                            resolution):
+    """``B`` ordered codes and a missing code at resolution ``K = min(resolution, B)``: the
+    ordered codes fall into ``K`` runs of adjacent codes (cells ``0..K-1``, non-decreasing in
+    the code, no cell skipped, run lengths ``⌊B/K⌋`` or ``⌈B/K⌉``); the missing code is cell
+    ``K``, apart from them; every cell is at most its code (below the feature's code count);
+    ``K = B`` leaves every code its own cell."""
+    codes = jnp.arange(n_ordered + 1)       # the ordered codes, then the missing code
+    cells = np.asarray(merged_cells(codes, n_ordered, jnp.float32(resolution)))
+    k = min(resolution, n_ordered)
+    ordered, missing = cells[:n_ordered], int(cells[n_ordered])
+    steps = np.diff(ordered)
+    assert np.all((steps == 0) | (steps == 1))
+    assert ordered[0] == 0 and ordered[-1] == k - 1
+    runs = np.bincount(ordered, minlength=k)
+    assert runs.min() == n_ordered // k and runs.max() == -(-n_ordered // k)
+    assert missing == k
+    assert np.all(cells <= np.asarray(codes)) and cells.max() < n_ordered + 1
+    if resolution >= n_ordered:
+        np.testing.assert_array_equal(cells, codes)
+
+
+@pytest.mark.parametrize("resolution", [1, 2, 5, 300])
+def test_merged_cells_keep_every_code_of_a_feature_without_ordered_codes(resolution):
+    """A categorical (or constant) feature, ``n_ordered = 0``, keeps its codes whatever the
+    resolution."""
+    codes = jnp.arange(12)
+    np.testing.assert_array_equal(merged_cells(codes, 0, jnp.float32(resolution)), codes)
+
+
+def test_resolution_is_the_most_cells_keeping_cell_signal_noise_scales_clipped():
+    """``K = ⌊ñ/(cell_signal·scale)⌋``, clipped to ``[2, max(most, 2)]``: non-decreasing in the
+    released size, non-increasing in the noise scale, always an integer."""
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 255)) == 62      # ⌊62.5⌋
+    assert float(resolution_cells(1000.0, 2.0, 16.0, 255)) == 31      # ⌊31.25⌋
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 32)) == 32       # at most the bins
+    assert float(resolution_cells(1000.0, 100.0, 16.0, 32)) == 2      # ⌊0.625⌋: at least 2
+    assert float(resolution_cells(1e6, 1.0, 16.0, 1)) == 2            # two cells even so
+    sizes = jnp.geomspace(1.0, 1e7, 301)
+    scales = jnp.geomspace(1e-2, 1e4, 301)
+    for most in (1, 2, 8, 255):
+        by_size = np.asarray(resolution_cells(sizes, 3.0, 16.0, most))
+        by_scale = np.asarray(resolution_cells(5000.0, scales, 16.0, most))
+        for values in (by_size, by_scale):
+            assert np.all(values == np.floor(values))
+            assert values.min() == 2 and values.max() == max(most, 2)
+        assert np.all(np.diff(by_size) >= 0) and np.all(np.diff(by_scale) <= 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("m", "epsilon", "coarse"), [(400, 0.5, True), (20_000, 5.0, False)])
+def test_private_fit_merges_ordered_bins_where_the_data_is_small_for_the_noise(m, epsilon,
+                                                                               coarse):
+    """Eight ordered bins and a missing code per feature (5% missing). On 400 rows at ε = 0.5
+    (three rounds of ``ε_r = 0.15``, Laplace scale ``b ≈ 6.7``) the resolution ``⌊ñ/(16·b)⌋``
+    is 3 or 4 at ``ñ ≈ 400`` (2 to 5 over five standard deviations of the released size): each
+    feature's moves are a step function, constant on the ``K`` runs of
+    :func:`merged_cells`, the missing code a cell of its own. On 20,000 rows at ε = 5 every bin
+    is its own cell (``K = 8``)."""
+    rng = np.random.default_rng(14)
+    codes, y = planted(m=m, seed=14)
+    codes[rng.uniform(size=codes.shape) < 0.05] = 8
+    model, _ = fit_newton_boosted(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
+                                  jnp.float32(epsilon), n_codes_per_feature=np.full(3, 9),
+                                  n_ordered=np.full(3, 8))
+    for row in np.asarray(model.table):
+        ordered, missing = row[:8], row[8]
+        k = len(np.unique(ordered))
+        assert (2 <= k <= 5) if coarse else k == 8
+        cells = np.asarray(merged_cells(jnp.arange(8), 8, jnp.float32(k)))
+        for cell in range(k):
+            assert len(np.unique(ordered[cells == cell])) == 1
+        assert missing != 0 and missing not in ordered
+
+
+# --- the affordable rounds: each round's noise at most the signal ------------------------
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.5, 5.0])
+@pytest.mark.parametrize("signal", [0.5, 3.0, 17.5, 250.0, 1000.0])
+@pytest.mark.parametrize(("delta", "gaussian"), [(0.0, False), (1e-6, False), (1e-6, True),
+                                                 (1e-3, True)])
+def test_affordable_rounds_are_the_most_whose_noise_stays_within_the_signal(
+        epsilon, signal, delta, gaussian):
+    """``R = affordable_rounds(ε, ε_0, signal, δ)`` (``signal``: the statistic's size in units
+    of noise, ``ñ/(cells·min_signal)``; ``ε_0`` the route's prior): at ``R`` rounds after the
+    prior each round's noise (the Laplace scale ``1/ε_r`` of :func:`pure_round_after`, so
+    ``ε_r·signal >= 1``, or the Gaussian ``σ = sqrt(1/(2ρ_r))`` of :func:`round_rho`) is at
+    most ``signal``, and at ``R + 1`` it is not (up to the float32 rounding of the budgets,
+    relative ``1e-4``)."""
+    prior = prior_epsilon(epsilon, "gaussian" if gaussian else "laplace", delta)
+    rounds = float(affordable_rounds(epsilon, prior, signal, delta, gaussian))
+    assert rounds >= 0 and rounds == math.floor(rounds)
+
+    def noise(r: float) -> float:
+        if gaussian:
+            return 1.0 / math.sqrt(2.0 * float(round_rho(epsilon, prior, r, delta)))
+        return 1.0 / float(pure_round_after(epsilon, prior, r, delta))
+
+    if rounds > 0:
+        assert noise(rounds) <= signal * (1.0 + 1e-4)
+    assert noise(rounds + 1) > signal * (1.0 - 1e-4)
+
+
+# --- the noise: Laplace, or with δ > 0 the Gaussian plan where it pays ---------------------
+
+def laplace_plan(epsilon: float, rounds: int, delta: float, cells: int) -> dict:
+    """A pure plan of ``rounds`` rounds after the prior (the fields :func:`gaussian_pays`
+    reads)."""
+    budget = pure_round_after(epsilon, prior_epsilon(epsilon), rounds, delta)
+    return {"rounds": jnp.float32(rounds), "scale": noise_scale(budget, 1.0, "laplace", cells)}
+
+
+def gaussian_threshold(epsilon: float, delta: float) -> float:
+    """The rounds beyond which Gaussian noise beats Laplace noise at the same ``R``: the
+    Gaussian's ``σ = sqrt(R/(2ρ'))`` (``ρ' = 0.9·ρ(ε, δ)`` after its prior) is below the
+    Laplace standard deviation ``√2·R/(0.9·ε)`` iff ``R > (0.9·ε)²/(4ρ')``."""
+    return (0.9 * epsilon) ** 2 / (4.0 * 0.9 * zcdp_rho(epsilon, delta))
+
+
+@pytest.mark.parametrize(("pure_rounds", "gaussian_rounds", "pays"), [
+    (3, 9, False), (8, 24, False), (30, 42, True), (60, 60, True), (60, 59, False)])
+def test_gaussian_pays_for_many_rounds_only(pure_rounds, gaussian_rounds, pays):
+    """``gaussian_pays`` reads public values only (the plans, ``ε``, ``δ``, the Gaussian
+    route's prior ``ε_0``, the sensitivity and the cells): at ε = 1, δ = 1e-6 the Gaussian plan
+    pays where it affords the pure plan's rounds and those are well past
+    ``(0.9·ε)²/(4·0.9·ρ) = 12.9`` (the grid's rounding of σ moves the edge by a few per cent:
+    the cases keep 25% away)."""
+    assert list(inspect.signature(gaussian_pays).parameters) == [
+        "plans", "epsilon", "gaussian_prior", "delta", "sensitivity", "cells"]
+    assert gaussian_threshold(1.0, 1e-6) == pytest.approx(12.88, abs=0.01)
+    plans = {"laplace": laplace_plan(1.0, pure_rounds, 1e-6, 8),
+             "gaussian": {"rounds": jnp.float32(gaussian_rounds)}}
+    gaussian_prior = prior_epsilon(1.0, "gaussian", 1e-6)
+    assert bool(gaussian_pays(plans, 1.0, gaussian_prior, 1e-6, 1.0, 8)) is pays
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("m", "n_features", "epsilon", "delta", "chosen"), [
+    (20_000, 30, 1.0, 1e-6, "gaussian"), (20_000, 3, 1.0, 1e-6, "laplace"),
+    (150, 30, 0.1, 1e-6, "laplace"), (20_000, 30, 1.0, 0.0, "laplace")])
+def test_auto_noise_releases_the_rounds_with_the_plan_that_pays(m, n_features, epsilon, delta,
+                                                                chosen):
+    """``noise="auto"``: at ``δ > 0`` a scout count picks the plan, both are drawn and the
+    unused one costs nothing. 20,000 rows of 30 features at ε = 1 afford a 30-round pass
+    either way, past the 12.9 rounds from which the Gaussian pays: Gaussian rounds. A
+    3-feature pass (3 rounds) or 150 rows at ε = 0.1 (one round): Laplace rounds. At
+    ``δ = 0`` the Laplace plan alone exists, and no scout."""
+    codes, y = planted(m=m, seed=11, n_features=n_features)
+    _, costs = fit_newton_boosted(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
+                                  jnp.float32(epsilon), delta=delta,
+                                  n_codes_per_feature=np.full(n_features, 8, np.int32))
+    kinds = ("laplace", "gaussian") if delta > 0 else ("laplace",)
+    scout = {SCOUT_LABEL} if delta > 0 else set()
+    assert set(costs) == {PRIOR_LABEL} | scout | {ROUND_LABELS[kind] for kind in kinds}
+    for kind in kinds:
+        live = np.asarray(costs[ROUND_LABELS[kind]].epsilon) > 0
+        assert bool(live.any()) == (kind == chosen)
+
+
+# --- the focus passes: later passes revisit the features of largest released gain ---------
+
+def test_focus_passes_revisit_the_feature_of_largest_gain_only():
+    """Without DP (exact gains) on a problem where feature 0 alone carries signal: with
+    ``passes=3, focus=1`` the two rounds after the first pass both visit feature 0. Every other
+    feature's moves are those of the one-pass fit (one round each, the same first pass on the
+    same scores); feature 0 gains two more rounds of moves, in the direction of its first (a
+    Newton step of the logistic loss falls short of the minimum), and the training loss falls."""
+    codes, y = planted(m=1000, seed=6, n_features=6)
+    n_codes = np.full(6, 8, np.int32)
+    one, three = (jax.jit(lambda c, y, p=passes: fit_newton_boosted(
+        jax.random.key(3), c, y, None, n_codes_per_feature=n_codes, passes=p, focus=1)[0])(
+            jnp.asarray(codes), jnp.asarray(y)) for passes in (1, 3))
+    first, more = np.asarray(one.table), np.asarray(three.table)
+    np.testing.assert_allclose(more[1:], first[1:], rtol=1e-6, atol=1e-7)
+    extra = more[0] - first[0]
+    assert np.all(np.abs(extra) > 0.05)
+    assert np.all(np.sign(extra) == np.sign(first[0]))
+
+    def log_loss(model) -> float:
+        score = np.asarray(newton_decision(model, jnp.asarray(codes)), np.float64)
+        return float(np.mean(np.logaddexp(0.0, score) - y * score))
+
+    assert log_loss(three) < log_loss(one) - 1e-3
+
+
+# --- the ledger stays within the request, whatever the configuration ----------------------
+
+LEDGER_X = pd.DataFrame(np.random.default_rng(12).uniform(0.0, 1.0, (400, 3)),
+                        columns=["a", "b", "c"])
+LEDGER_Y = ((LEDGER_X["a"].to_numpy() > 0.5)
+            ^ (np.random.default_rng(13).uniform(size=400) < 0.1)).astype(np.int32)
+LEDGER_CONFIGS = [
+    pytest.param(delta, noise, shape, passes,
+                 marks=(() if (delta, noise, shape, passes) == (1e-6, "auto", "auto", 3)
+                        else pytest.mark.slow),
+                 id=f"{delta:g}-{noise}-{shape}-{passes}")
+    for delta in (0.0, 1e-6)
+    for noise in (("auto", "laplace") if delta == 0 else ("auto", "laplace", "gaussian"))
+    for shape in ("auto", "cyclic", "random")
+    for passes in (1, 3)]
+"""Every noise (Gaussian only at ``δ > 0``), shape and pass count at ``δ`` 0 and 1e-6; the
+fast tier runs the defaults at ``δ = 1e-6`` (both plans drawn)."""
+
+
+@pytest.mark.parametrize(("delta", "noise", "shape", "passes"), LEDGER_CONFIGS)
+def test_boosted_ledger_stays_within_the_request(delta, noise, shape, passes):
+    """``dpjax.fit(method="boosted")``'s ledger (here a sweep's over ε ∈ {0.05, 0.5, 5} and two
+    seeds: one compile per configuration; a grid point's ledger is its seeds' largest) spends
+    at most the ``(ε, δ)`` asked for, on the prior and on rounds, numeric features merged."""
+    sweep = dpjax.sweep(LEDGER_X, LEDGER_Y, method="boosted", epsilon=[0.05, 0.5, 5.0],
+                        seeds=2, delta=delta, bounds={c: (0.0, 1.0) for c in LEDGER_X},
+                        n_bins=16, noise=noise, shape=shape, passes=passes)
+    for point, ledger in zip(sweep.grid, sweep.ledgers, strict=True):
+        epsilon = point["epsilon"]
+        assert ledger.epsilon <= epsilon * (1 + 1e-6)
+        assert ledger.delta <= delta
+        spent = {e.what for e in ledger.entries}
+        assert PRIOR_LABEL in spent and spent & set(ROUND_LABELS.values())
+
+
+# --- Gaussian rounds beside any prior share -----------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("epsilon", "prior_share"), [
+    (1.0, 0.5), (100.0, 0.1), (0.05, 0.3), (0.5, 0.9)])
+def test_gaussian_rounds_get_a_budget_beside_any_prior_share(epsilon, prior_share):
+    """``noise="gaussian"`` with a valid ``prior_share`` and ``ε``: the prior takes
+    ``prior_share·ρ`` in zCDP and the rounds the rest (a pure ``prior_share·ε`` prior would
+    leave them nothing here: its ``ε_0²/2`` is over ``ρ(ε, δ)``); they are released with a
+    positive ``ρ`` and move the model, and the ledger states at most the ``(ε, δ)`` asked
+    for (the zCDP view where basic composition's summed ``δ`` would exceed it)."""
+    assert (prior_share * epsilon) ** 2 / 2 >= zcdp_rho(epsilon, 1e-6)
+    X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
+    model = dpjax.fit(X, Y, method="boosted", epsilon=epsilon, delta=1e-6, key=0, n_bins=8,
+                      bounds={c: (0.0, 1.0) for c in X.columns}, noise="gaussian",
+                      prior_share=prior_share)
+    rounds = [e for e in model.privacy.entries if e.what == GAUSSIAN_ROUNDS]
+    assert rounds and all(e.rho > 0 for e in rounds)
+    assert np.any(np.asarray(model.params.table)) or np.any(np.asarray(model.params.trees.leaf))
+    assert model.privacy.epsilon <= epsilon and model.privacy.delta <= 1e-6
