@@ -48,9 +48,10 @@ class Boosted(Learner):
     (sweepable); the number of rounds is a public function of ``ε``, ``δ``, the feature count
     and the released size (:func:`dpjax.ensembles.newton.boosting.active_rounds`).
     ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
-    size the random shape's trees. ``noise="auto"`` (the default) draws Laplace noise at
-    ``delta = 0`` (pure ``ε``-DP) and at ``delta > 0`` the discrete Gaussian where its public
-    plan pays; ``"laplace"`` and ``"gaussian"`` (``delta > 0``) force one
+    size the random shape's trees. ``noise="laplace"`` (the default) draws exact discrete
+    Laplace noise (pure ``ε``-DP at ``delta = 0``; at ``delta > 0`` the rounds may take the
+    zCDP split); ``"gaussian"`` (``delta > 0``) the exact discrete Gaussian; ``"auto"``
+    (``delta > 0``) the Gaussian where its public plan pays, decided by a scout count
     (:mod:`dpjax.ensembles.newton.boosting`)."""
 
     name: ClassVar[str] = "boosted"
@@ -67,7 +68,7 @@ class Boosted(Learner):
     passes: int = hyper(3, positive_int(64))
     focus: int = hyper(6, positive_int(4096))
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
-    noise: str = hyper("auto", choice(*NOISES))
+    noise: str = hyper("laplace", choice(*NOISES))
 
     @property
     def composition(self) -> str:

@@ -290,14 +290,15 @@ def test_schedule_is_a_function_of_public_quantities_only():
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_two_datasets_of_one_shape_get_the_same_schedule_and_costs(delta):
     """Two datasets of the same shape but different values (the released size noised by the
-    same key): the same releases, the same costs. The Laplace plan makes one pass: at ε = 0.5
-    on ñ ≈ 400 rows (cells of 8, min_signal 4) ``⌊(ε − ε_0)·ñ/32⌋ = 5`` rounds, at most the 3
-    features; at ε = 8 three too (at ``δ > 0`` the Gaussian plan does not pay for 3 rounds)."""
+    same key), ``noise="auto"``: the same releases, the same costs. The Laplace plan makes one
+    pass: at ε = 0.5 on ñ ≈ 400 rows (cells of 8, min_signal 4) ``⌊(ε − ε_0)·ñ/32⌋ = 5``
+    rounds, at most the 3 features; at ε = 8 three too (at ``δ > 0`` the Gaussian plan does
+    not pay for 3 rounds)."""
     other_codes, other_y = planted(seed=9, flip=0.4)
     for epsilon in (0.5, 8.0):
         costs = [fit_newton_boosted(jax.random.key(0), jnp.asarray(c), jnp.asarray(y),
                                     jnp.float32(epsilon), n_codes_per_feature=N_CODES,
-                                    delta=delta)[1]
+                                    delta=delta, noise="auto")[1]
                  for c, y in ((CODES, Y), (other_codes, other_y))]
         chex.assert_trees_all_equal(costs[0], costs[1])
         labels = {PRIOR_LABEL, LAPLACE_ROUNDS} | ({SCOUT_LABEL, GAUSSIAN_ROUNDS} if delta > 0
@@ -609,7 +610,7 @@ def test_auto_noise_releases_the_rounds_with_the_plan_that_pays(m, n_features, e
     ``δ = 0`` the Laplace plan alone exists, and no scout."""
     codes, y = planted(m=m, seed=11, n_features=n_features)
     _, costs = fit_newton_boosted(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
-                                  jnp.float32(epsilon), delta=delta,
+                                  jnp.float32(epsilon), delta=delta, noise="auto",
                                   n_codes_per_feature=np.full(n_features, 8, np.int32))
     kinds = ("laplace", "gaussian") if delta > 0 else ("laplace",)
     scout = {SCOUT_LABEL} if delta > 0 else set()
@@ -661,7 +662,7 @@ LEDGER_CONFIGS = [
     for shape in ("auto", "cyclic", "random")
     for passes in (1, 3)]
 """Every noise (Gaussian only at ``δ > 0``), shape and pass count at ``δ`` 0 and 1e-6; the
-fast tier runs the defaults at ``δ = 1e-6`` (both plans drawn)."""
+fast tier runs ``noise="auto"`` at ``δ = 1e-6`` (both plans drawn)."""
 
 
 @pytest.mark.parametrize(("delta", "noise", "shape", "passes"), LEDGER_CONFIGS)
