@@ -4,10 +4,13 @@ A logistic-loss gradient-boosted additive model whose every release carries sign
 ``ε ≥ 0.1`` on thousands of rows (issues 9 and 27; DP-EBM, Nori et al. 2021, and DP-GBDT work,
 e.g. Maddock et al. 2022, for the ingredients):
 
-1. **A private prior** (a share ``prior_share`` of ``ε``, ``ε_0 = prior_share·ε``): the noisy
-   class counts ``(ñ_0, ñ_1)`` (L1 sensitivity 1 under add/remove, 2 under replace-one) give
-   the initial score ``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ``, so a model whose
-   rounds carry no signal predicts the released majority class.
+1. **A private prior** (a share ``prior_share`` of the budget: ``ε_0 = prior_share·ε`` for
+   Laplace rounds, ``ε_0 = sqrt(2·prior_share·ρ)`` for Gaussian rounds; with
+   ``noise="auto"`` a scout count takes part of it first, by subtraction in the Laplace
+   route and in quadrature in the Gaussian one): the noisy class counts ``(ñ_0, ñ_1)`` (L1
+   sensitivity 1 under add/remove, 2 under replace-one) give the initial score
+   ``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ``, so a model whose rounds carry no
+   signal predicts the released majority class.
 2. **Rounds** ``r = 1..R``, each a partition of the records into cells read off public codes:
 
    * ``shape="cyclic"`` (DP-EBM's shape): the first pass visits every feature once in a
@@ -54,7 +57,12 @@ e.g. Maddock et al. 2022, for the ingredients):
   at ``ε = 10`` on large data, worse below on small data (the scout dilutes the prior), so
   ``"laplace"`` stays the default (``experiments/results/private_boosting.md``).
 
-The ledger states the basic and zCDP views and keeps the smaller total (both hold).
+The route taken by ``"auto"`` is a public function of released values, so the fit is an
+adaptive choice between two mechanisms each within the request: on the Laplace path the
+privacy loss is bounded by basic composition (or the zCDP of pure releases), on the Gaussian
+path by the zCDP sum ``<= ρ``; each path is ``(ε, δ)``-DP on its own, which is what adaptive
+composition with privacy filters needs (Rogers et al. 2016; Feldman & Zrnic 2021). The ledger
+states the path taken, in the basic and zCDP views, and keeps the smaller total (both hold).
 
 The number of active rounds ``R`` is a function of public quantities only (:func:`active_rounds`):
 at most the shape's schedule (:func:`max_rounds`), and no more than keep the average cell at
@@ -335,7 +343,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
       config: the configuration; its traced fields ``learning_rate`` (``η``),
         ``regularisation`` (``λ`` of the ridge ``Λ``) and ``min_signal`` (the schedule's
         constant, :func:`active_rounds`) are taken from ``traced`` where given.
-      key: PRNG key: the prior's, the rounds' (round ``r`` uses ``fold_in(k, r)``) and, for the
+      key: PRNG key: the prior's, the scout's, the rounds' (round ``r`` uses ``fold_in(k, r)``;
+        with ``noise="auto"`` its Gaussian candidate ``fold_in`` of that once more) and, for the
         random shape, the structures' stream unless ``context.structure_key`` is given
         (shared by a sweep's grid points).
       codes: uint8 ``[m, n]``; y: int ``[m]`` in ``{0, 1}``.
@@ -407,7 +416,10 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                     "gaussian": jnp.asarray(kind == "gaussian")}
 
         if len(kinds) == 2:     # "auto" at δ > 0: a scout count decides the route
-            scout_epsilon = round_down(SCOUT_SHARE * jnp.asarray(epsilon, jnp.float32))
+            # at most half the prior's share in either route, so the prior keeps the rest
+            scout_epsilon = round_down(jnp.minimum(
+                SCOUT_SHARE * jnp.asarray(epsilon, jnp.float32),
+                0.5 * jnp.minimum(fixed["laplace"], fixed["gaussian"])))
             scout, scout_size, costs[SCOUT_LABEL] = release_counts(
                 k_scout, y, scout_epsilon, sensitivity)
             # the Gaussian only pays on large data: decide at a lower bound of the size (the
@@ -489,9 +501,11 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         # past the public schedule a round releases nothing and moves nothing: skip its pass
         cell, sums = jax.lax.cond(live, round_stats, dead_round, score, r, f)
         if private:
-            released = [release_sums(jax.random.fold_in(k_rounds, r), sums,
-                                     plans[kind]["budget"], sensitivity, kind, delta)
-                        for kind in kinds]
+            # each candidate its own key (the second folded once more); one is output
+            k_round = jax.random.fold_in(k_rounds, r)
+            released = [release_sums(k_round if i == 0 else jax.random.fold_in(k_round, i),
+                                     sums, plans[kind]["budget"], sensitivity, kind, delta)
+                        for i, kind in enumerate(kinds)]
             if len(released) == 2:
                 sums = jnp.where(pick, released[1][0], released[0][0])
                 cost = (released[0][1].gated(live & ~pick), released[1][1].gated(live & pick))

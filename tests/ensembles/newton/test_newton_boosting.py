@@ -701,3 +701,23 @@ def test_gaussian_rounds_get_a_budget_beside_any_prior_share(epsilon, prior_shar
     assert rounds and all(e.rho > 0 for e in rounds)
     assert np.any(np.asarray(model.params.table)) or np.any(np.asarray(model.params.trees.leaf))
     assert model.privacy.epsilon <= epsilon and model.privacy.delta <= 1e-6
+
+
+@pytest.mark.parametrize(("rows", "epsilon", "params"), [
+    (5_000, 1.0, {"noise": "auto", "prior_share": 0.01}),
+    (5_000, 1.0, {"noise": "auto", "prior_share": 0.005, "shape": "random"}),
+    (5, 10.0, {"noise": "gaussian"})])
+def test_small_prior_shares_and_single_gaussian_rounds_fit_within_the_request(rows, epsilon,
+                                                                             params):
+    """The scout takes at most half the prior's share in either route, so a prior share below
+    the scout's 2% still leaves the prior a positive budget; a fit of one Gaussian round
+    (basic composition's summed ``δ`` above the request) reports the zCDP view. Each fits and
+    spends at most ``(ε, δ = 1e-6)``."""
+    rng = np.random.default_rng(rows)
+    X = pd.DataFrame({"a": rng.uniform(0.0, 1.0, rows)})
+    y = (X["a"] > 0.5).astype(int).to_numpy()
+    model = dpjax.fit(X, y, method="boosted", epsilon=epsilon, delta=1e-6, key=0,
+                      bounds={"a": (0.0, 1.0)}, **params)
+    assert model.privacy.epsilon <= epsilon and model.privacy.delta <= 1e-6
+    prior = {e.what: e for e in model.privacy.entries}[PRIOR_LABEL]
+    assert prior.epsilon > 0
