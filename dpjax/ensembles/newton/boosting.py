@@ -241,10 +241,15 @@ def mean_cells(n_codes: np.ndarray, n_ordered: np.ndarray, resolution: ArrayLike
 
 def resolution_cells(size: ArrayLike, scale: ArrayLike, cell_signal: ArrayLike,
                      most: int) -> jax.Array:
-    """The public resolution of the ordered features: the most cells ``K`` (2 to ``most``)
-    whose average cell ``ñ/K`` keeps ``cell_signal`` times the round's noise scale."""
-    fit = jnp.floor(jnp.asarray(size, jnp.float32) / (cell_signal * scale))
-    return jnp.clip(fit, 2.0, float(max(most, 2)))
+    """The public resolution of the ordered features: the most cells ``K`` of the dyadic
+    ladder ``most, most/2, most/4, …`` (floored, at least 2) whose average cell ``ñ/K`` keeps
+    ``cell_signal`` times the round's noise scale. Halving keeps every coarser run a union of
+    finer ones (with ``most`` a power of two, as the default 32 bins, every boundary of a
+    coarse resolution is one of the full resolution's, the middle included)."""
+    fit = jnp.maximum(jnp.floor(jnp.asarray(size, jnp.float32) / (cell_signal * scale)), 1.0)
+    most = float(max(most, 2))
+    halvings = jnp.maximum(jnp.ceil(jnp.log2(most / fit)), 0.0)
+    return jnp.maximum(jnp.floor(most / 2.0**halvings), 2.0)
 
 
 def released_gain(noisy: jax.Array, ridge: ArrayLike, variance: ArrayLike) -> jax.Array:

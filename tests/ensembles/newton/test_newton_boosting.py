@@ -491,23 +491,31 @@ def test_merged_cells_keep_every_code_of_a_feature_without_ordered_codes(resolut
     np.testing.assert_array_equal(merged_cells(codes, 0, jnp.float32(resolution)), codes)
 
 
-def test_resolution_is_the_most_cells_keeping_cell_signal_noise_scales_clipped():
-    """``K = ⌊ñ/(cell_signal·scale)⌋``, clipped to ``[2, max(most, 2)]``: non-decreasing in the
-    released size, non-increasing in the noise scale, always an integer."""
-    assert float(resolution_cells(1000.0, 1.0, 16.0, 255)) == 62      # ⌊62.5⌋
-    assert float(resolution_cells(1000.0, 2.0, 16.0, 255)) == 31      # ⌊31.25⌋
-    assert float(resolution_cells(1000.0, 1.0, 16.0, 32)) == 32       # at most the bins
-    assert float(resolution_cells(1000.0, 100.0, 16.0, 32)) == 2      # ⌊0.625⌋: at least 2
+def test_resolution_is_the_most_cells_of_the_dyadic_ladder_keeping_cell_signal_scales():
+    """``K``: the largest of ``most, most/2, most/4, …`` (floored, at least 2) at most
+    ``⌊ñ/(cell_signal·scale)⌋``: non-decreasing in the released size, non-increasing in the
+    noise scale, an integer; with 32 bins every coarser run is a union of finer ones."""
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 32)) == 32       # 62 affords all 32
+    assert float(resolution_cells(1000.0, 2.0, 16.0, 32)) == 16       # 31: one halving
+    assert float(resolution_cells(1000.0, 4.0, 16.0, 32)) == 8        # 15
+    assert float(resolution_cells(1000.0, 100.0, 16.0, 32)) == 2      # 0: at least 2
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 255)) == 31      # 62 -> 255/8 floored
     assert float(resolution_cells(1e6, 1.0, 16.0, 1)) == 2            # two cells even so
     sizes = jnp.geomspace(1.0, 1e7, 301)
     scales = jnp.geomspace(1e-2, 1e4, 301)
-    for most in (1, 2, 8, 255):
+    for most in (1, 2, 8, 32, 255):
         by_size = np.asarray(resolution_cells(sizes, 3.0, 16.0, most))
         by_scale = np.asarray(resolution_cells(5000.0, scales, 16.0, most))
         for values in (by_size, by_scale):
             assert np.all(values == np.floor(values))
             assert values.min() == 2 and values.max() == max(most, 2)
         assert np.all(np.diff(by_size) >= 0) and np.all(np.diff(by_scale) <= 0)
+    # nested runs: at 32 bins each resolution's boundaries are among the next finer one's
+    codes = jnp.arange(32)
+    for coarse in (2, 4, 8, 16):
+        fine = np.asarray(merged_cells(codes, 32, jnp.float32(2 * coarse)))
+        merged = np.asarray(merged_cells(codes, 32, jnp.float32(coarse)))
+        np.testing.assert_array_equal(merged, fine // 2)
 
 
 @pytest.mark.slow
@@ -515,8 +523,8 @@ def test_resolution_is_the_most_cells_keeping_cell_signal_noise_scales_clipped()
 def test_private_fit_merges_ordered_bins_where_the_data_is_small_for_the_noise(m, epsilon,
                                                                                coarse):
     """Eight ordered bins and a missing code per feature (5% missing). On 400 rows at ε = 0.5
-    (three rounds of ``ε_r = 0.15``, Laplace scale ``b ≈ 6.7``) the resolution ``⌊ñ/(16·b)⌋``
-    is 3 or 4 at ``ñ ≈ 400`` (2 to 5 over five standard deviations of the released size): each
+    (three rounds of ``ε_r = 0.15``, Laplace scale ``b ≈ 6.7``) ``⌊ñ/(16·b)⌋`` is 3 or 4 at
+    ``ñ ≈ 400``, so the resolution is 2 or 4 of the dyadic ladder 8, 4, 2: each
     feature's moves are a step function, constant on the ``K`` runs of
     :func:`merged_cells`, the missing code a cell of its own. On 20,000 rows at ε = 5 every bin
     is its own cell (``K = 8``)."""
@@ -529,7 +537,7 @@ def test_private_fit_merges_ordered_bins_where_the_data_is_small_for_the_noise(m
     for row in np.asarray(model.table):
         ordered, missing = row[:8], row[8]
         k = len(np.unique(ordered))
-        assert (2 <= k <= 5) if coarse else k == 8
+        assert (k in (2, 4)) if coarse else k == 8
         cells = np.asarray(merged_cells(jnp.arange(8), 8, jnp.float32(k)))
         for cell in range(k):
             assert len(np.unique(ordered[cells == cell])) == 1
