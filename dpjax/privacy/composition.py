@@ -218,8 +218,7 @@ def affordable_rounds(epsilon: ArrayLike, fixed: ArrayLike, signal: ArrayLike, d
     epsilon = jnp.asarray(epsilon, jnp.float32)
     fixed = jnp.asarray(fixed, jnp.float32)
     signal = jnp.asarray(signal, jnp.float32)
-    rest = jnp.maximum(zcdp_budget(epsilon, delta) - 0.5 * fixed**2, 0.0)
-    zcdp = jnp.floor(2.0 * rest * signal**2)
+    zcdp = jnp.floor(2.0 * round_rho(epsilon, fixed, 1.0, delta) * signal**2)
     if gaussian:
         return zcdp
     sequential = jnp.floor(jnp.maximum(epsilon - fixed, 0.0) * signal)
@@ -347,9 +346,7 @@ def route(name: str) -> Route:
 
 
 __all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
-           "Zcdp", "advanced_composition", "advanced_round_epsilon", "delta_split", "delta_sum",
-           "epsilon_rho",
-           "float32_share", "gaussian_selection_rho", "parts",
-           "pure_round_after", "affordable_rounds",
-           "rho_epsilon", "round_budget", "round_rho", "route", "share", "zcdp_budget",
-           "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]
+           "Zcdp", "advanced_composition", "advanced_round_epsilon", "affordable_rounds",
+           "delta_split", "delta_sum", "epsilon_rho", "float32_share", "gaussian_selection_rho",
+           "parts", "pure_round_after", "rho_epsilon", "round_budget", "round_rho", "route",
+           "share", "zcdp_budget", "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

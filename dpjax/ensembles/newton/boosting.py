@@ -176,8 +176,7 @@ def gaussian_pays(plans: dict[str, dict[str, jax.Array]], epsilon: ArrayLike,
     (:func:`fit`), ``ε``, ``δ`` and the prior's ``ε_0``."""
     pure, gaussian = plans["laplace"], plans["gaussian"]
     at_pure = noise_scale(round_rho(epsilon, gaussian_prior, pure["rounds"], delta),
-                          sensitivity,
-                          "gaussian", cells)
+                          sensitivity, "gaussian", cells)
     return (gaussian["rounds"] >= pure["rounds"]) & (at_pure < math.sqrt(2.0) * pure["scale"])
 
 
