@@ -62,6 +62,8 @@ CONFIGS = [
     Config("boosted", "Newton, full resolution, 3 focus passes, Gaussian, δ=1e-5",
            dict(noise="gaussian", delta=1e-5, min_signal=1e-3, cell_signal=1e-3, passes=3,
                 focus=1)),
+    Config("boosted", "private oblivious trees, T=2, d=2 (permute-and-flip levels)",
+           dict(shape="oblivious", oblivious_trees=2, depth=2, split_share=0.5)),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),

@@ -19,8 +19,16 @@ e.g. Maddock et al. 2022, for the ingredients):
      (:func:`released_gain` of the first pass's releases: post-processing, no budget);
    * ``shape="random"``: round ``r`` is a complete depth-``d`` tree with data-independent random
      splits (:func:`dpjax.trees.grow.random_splits`) and its leaves are the cells;
+   * ``shape="oblivious"``: round ``r`` is a private oblivious tree of depth ``d``, each level's
+     one split drawn by permute-and-flip over the level-summed absolute gradients
+     (:mod:`dpjax.trees.oblivious`; sensitivity 1 per record), its ``2**d`` leaves the cells.
+     The round's budget is split: a share ``split_share`` over the ``d`` draws, the rest to
+     the leaves (:func:`split_round`); at most ``oblivious_trees`` rounds
+     (:func:`oblivious_rounds`);
    * ``shape="auto"`` (the default): the cyclic shape, or the random one where the cyclic
-     schedule cannot afford one pass over the features (:func:`auto_uses_random`).
+     schedule cannot afford one pass over the features (:func:`auto_uses_random`), or with at
+     least :data:`MANY_FEATURES` features (a one-hot matrix) the oblivious one where its
+     schedule affords two trees (:func:`auto_uses_oblivious`).
 
    **Resolution**: a numeric feature's ``B`` equal-width bins are merged into ``K`` runs of
    adjacent bins (:func:`merged_cells`), ``K`` the most cells whose average ``ñ/K`` keeps
@@ -103,12 +111,13 @@ from dpjax.privacy.composition import (
 from dpjax.privacy.rounding import round_down
 from dpjax.trees.dense import DenseTree
 from dpjax.trees.grow import random_splits
+from dpjax.trees.oblivious import grow_oblivious
 from dpjax.trees.predict import leaf_index
 
 if TYPE_CHECKING:
     from dpjax.ensembles.newton.config import Boosted
 
-SHAPES = ("auto", "cyclic", "random")
+SHAPES = ("auto", "cyclic", "random", "oblivious")
 NOISES = ("auto", "laplace", "gaussian")
 GRAD_BITS = fixed_point.BITS
 """Gradient and hessian sums are int32 fixed point (:mod:`dpjax.privacy.fixed_point`) in units
@@ -131,6 +140,7 @@ SCOUT_MARGIN = 3.0
 """The scout's size is read at this many standard deviations of its noise below the released
 total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε``, the total's
 ``2Δ/ε``), so that small data does not take the Gaussian route by a noisy overcount."""
+SELECT_LABEL = "oblivious splits (level gains)"
 ROUND_LABELS = {"laplace": "rounds (gradient/hessian sums)",
                 "gaussian": "rounds (gradient/hessian sums, Gaussian)"}
 
@@ -181,10 +191,46 @@ def gaussian_pays(plans: dict[str, dict[str, jax.Array]], epsilon: ArrayLike,
 
 
 def max_rounds(n_features: int, shape: str, n_trees: int, passes: int = 1,
-               focus: int = 1) -> int:
+               focus: int = 1, oblivious_trees: int = 0) -> int:
     """Rounds the program is compiled for (the schedule's maximum)."""
     cyclic = cyclic_rounds(n_features, passes, focus)
-    return {"random": n_trees, "cyclic": cyclic}.get(shape, max(n_trees, cyclic))
+    return {"random": n_trees, "oblivious": oblivious_trees, "cyclic": cyclic}.get(
+        shape, max(n_trees, cyclic, oblivious_trees))
+
+
+def oblivious_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, depth: int,
+                     most: int, *, share: ArrayLike, min_signal: ArrayLike, delta: float,
+                     gaussian: bool) -> jax.Array:
+    """The oblivious shape's public schedule: :func:`active_rounds` for ``2**d`` cells whose
+    sums get the leaves' share ``1 − s`` of each round, i.e. a noise scale ``1/(1 − s)`` times
+    the round's (``1/sqrt(1 − s)`` for Gaussian rounds). The selections are not scheduled: a
+    level's draw at a small ``ε_l`` is close to uniform, a random split, and more rounds at a
+    small ``ε`` measured better than fewer, better-chosen ones
+    (``experiments/results/private_boosting.md``)."""
+    share = jnp.asarray(share, jnp.float32)
+    keep = jnp.sqrt(1.0 - share) if gaussian else 1.0 - share
+    return active_rounds(epsilon, prior, size, 2.0**depth / keep, most,
+                         min_signal=min_signal, delta=delta, gaussian=gaussian)
+
+
+AUTO_OBLIVIOUS_ROUNDS = 2
+"""``shape="auto"`` on indicator features boosts oblivious trees where their public schedule
+affords at least this many (:func:`auto_uses_oblivious`)."""
+MANY_FEATURES = 64
+"""``shape="auto"`` considers oblivious trees from this many features up (a one-hot matrix,
+say): a pass of cyclic rounds splits the budget this many ways, while an oblivious tree's
+``2**d`` cells combine ``d`` chosen features (:func:`auto_uses_oblivious`)."""
+
+
+def auto_uses_oblivious(trees: jax.Array, shape: str) -> jax.Array:
+    """Whether the fit boosts private oblivious trees: ``shape="oblivious"``, or ``"auto"`` with
+    at least :data:`MANY_FEATURES` features (static) where the oblivious schedule
+    (:func:`oblivious_rounds`, public) affords :data:`AUTO_OBLIVIOUS_ROUNDS` trees: below
+    that, data too small for the budget, a level's draw is close to uniform and the cyclic
+    rounds measured better (``experiments/results/private_boosting.md``)."""
+    if shape != "auto":
+        return jnp.asarray(shape == "oblivious")
+    return trees >= AUTO_OBLIVIOUS_ROUNDS
 
 
 def auto_uses_random(cyclic_rounds: jax.Array, n_features: int, shape: str) -> jax.Array:
@@ -326,6 +372,23 @@ def cell_bound(l2_sensitivity: ArrayLike, rho: ArrayLike) -> jax.Array:
     return jnp.minimum(GAUSSIAN_CELL_BOUND, free_bound(l2_sensitivity, rho))
 
 
+def split_round(budget: jax.Array, noise: str, share: ArrayLike,
+                levels: int) -> tuple[jax.Array, jax.Array]:
+    """An oblivious round's budget ``b`` (``ε_r``, or ``ρ_r`` for Gaussian rounds) split into
+    its leaves' release, ``(1 − s)·b``, and each of its ``levels`` selections' ``ε_l``: pure
+    ``s·ε_r/levels`` (basic composition), or ``sqrt(2·s·ρ_r/levels)`` (a pure ``ε_l`` draw is
+    ``ε_l²/2``-zCDP). Both views of the round stay within ``b``: ``(1 − s)²ε_r²/2 + levels·
+    (s·ε_r/levels)²/2 <= ε_r²/2``. Without levels (other shapes) the leaves take ``b``."""
+    if levels == 0:
+        return budget, jnp.zeros_like(budget)
+    share = jnp.asarray(share, jnp.float32)
+    if noise == "gaussian":
+        select = jnp.sqrt(2.0 * share * budget / levels)
+    else:
+        select = share * budget / levels
+    return round_down((1.0 - share) * budget), round_down(select)
+
+
 def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
     """A round's noise scale per sum (in rows): the Laplace ``b = Δ/ε_r`` or the Gaussian's
     standard deviation ``σ = g·2**15`` on its grid step ``g``."""
@@ -374,12 +437,16 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     private = epsilon is not None
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
-    total = max_rounds(n_features, shape, n_trees, passes, focus)
+    oblivious = shape == "oblivious"
+    has_oblivious = oblivious or (shape == "auto" and n_features >= MANY_FEATURES)
+    oblivious_trees = config.oblivious_trees if has_oblivious else 0
+    total = max_rounds(n_features, shape, n_trees, passes, focus, oblivious_trees)
     cyclic_most = cyclic_rounds(n_features, passes, focus)
     k_prior, k_rounds, k_structure, k_scout = jax.random.split(key, 4)
     structure_key = k_structure if structure_key is None else structure_key
     costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
-    n_cells = max(n_codes if has_cyclic else 0, 2**depth if has_random else 0)
+    n_cells = max(n_codes if has_cyclic else 0,
+                  2**depth if has_random or has_oblivious else 0)
     n_ordered = (np.zeros(n_features, np.int32) if context.n_ordered is None
                  else np.asarray(context.n_ordered, np.int32))
     max_ordered = max(int(n_ordered.max(initial=0)), 1)
@@ -414,10 +481,23 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                                cyclic_most if kind == "gaussian" else n_features)
             use_random = auto_uses_random(cyclic, n_features, shape)
             rounds = jnp.where(use_random, rounds_at(2.0**depth, n_trees), cyclic)
-            budget = budget_at(rounds)
+            use_oblivious = jnp.asarray(False)
+            if has_oblivious:
+                trees = oblivious_rounds(
+                    epsilon, fixed[kind], size, depth, oblivious_trees,
+                    share=traced["split_share"], min_signal=min_signal, delta=delta,
+                    gaussian=kind == "gaussian")
+                use_oblivious = auto_uses_oblivious(trees, shape)
+                rounds = jnp.where(use_oblivious, trees, rounds)
+                use_random = use_random & ~use_oblivious
+            budget, select = split_round(budget_at(rounds), kind, traced["split_share"],
+                                         depth if has_oblivious else 0)
+            budget = jnp.where(use_oblivious, budget, budget_at(rounds))
             return {"rounds": rounds, "resolution": resolution, "use_random": use_random,
-                    "budget": budget, "scale": noise_scale(budget, sensitivity, kind, n_cells),
-                    "gaussian": jnp.asarray(kind == "gaussian")}
+                    "use_oblivious": use_oblivious, "budget": budget,
+                    "scale": noise_scale(budget, sensitivity, kind, n_cells),
+                    "gaussian": jnp.asarray(kind == "gaussian"),
+                    "select": jnp.where(use_oblivious, select, 0.0)}
 
         if len(kinds) == 2:     # "auto" at δ > 0: a scout count decides the route
             # at most half the prior's share in either route, so the prior keeps the rest
@@ -450,16 +530,18 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                               plans[kinds[0]])
         rounds, resolution, use_random = (chosen["rounds"], chosen["resolution"],
                                           chosen["use_random"])
-        scale = chosen["scale"]
+        use_oblivious = chosen["use_oblivious"]
+        scale, select = chosen["scale"], chosen["select"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
         variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
     else:   # without DP "auto" is cyclic
         counts, _, _ = release_counts(k_prior, y, None, sensitivity)
         prior, _ = pooled_prior([(counts, 1.0)])
-        use_random = jnp.asarray(shape == "random")
-        rounds = jnp.float32(n_trees if shape == "random" else cyclic_most)
+        use_random, use_oblivious = jnp.asarray(shape == "random"), jnp.asarray(oblivious)
+        rounds = jnp.float32({"random": n_trees, "oblivious": oblivious_trees}.get(
+            shape, cyclic_most))
         ridge, variance = jnp.float32(1.0), jnp.float32(0.0)
-        resolution = jnp.float32(max_ordered)
+        resolution, select = jnp.float32(max_ordered), None
     # data-independent structures: random trees, and a random order of the features (round
     # r of the cyclic shape visits feature order[r mod n])
     k_trees, k_order = jax.random.split(structure_key)
@@ -484,17 +566,49 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         tree = jnp.minimum(r, feature.shape[0] - 1)
         return leaf_index(feature[tree], threshold[tree], codes)
 
-    def round_stats(score: jax.Array, r: jax.Array, f: jax.Array,
-                    ) -> tuple[jax.Array, jax.Array]:
-        if has_random and has_cyclic:
-            cell = jax.lax.cond(use_random, random_cell,
-                                lambda _: cyclic_cell(f, columns[f]), r)
-        else:
-            cell = random_cell(r) if has_random else cyclic_cell(f, columns[f])
-        return cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells)
+    def oblivious_tree(score: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
+        """Round ``r``'s oblivious tree, its levels drawn with their own key (the round's
+        key folded with 2, beside its two candidate releases)."""
+        k_select = jax.random.fold_in(jax.random.fold_in(k_rounds, r), 2)
+        gradient = fixed_point.to_units(jax.nn.sigmoid(score) - y.astype(jnp.float32))
+        return grow_oblivious(k_select, codes, gradient, depth, n_codes_per_feature, select,
+                              sensitivity)
 
-    def dead_round(score: jax.Array, r: jax.Array, f: jax.Array,
-                   ) -> tuple[jax.Array, jax.Array]:
+    def plain_cell(r: jax.Array, f: jax.Array) -> jax.Array:
+        """A cyclic or random round's cells."""
+        if has_random and has_cyclic:
+            return jax.lax.cond(use_random, random_cell,
+                                lambda _: cyclic_cell(f, columns[f]), r)
+        return random_cell(r) if has_random else cyclic_cell(f, columns[f])
+
+    def round_cells(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
+        """A round's cells and, with an oblivious tree (else zeros), its splits and the
+        levels' selection budgets."""
+        if not has_oblivious:
+            return plain_cell(r, f), ()
+        if oblivious:
+            tree_feature, tree_threshold, cell, select_cost = oblivious_tree(score, r)
+            return cell, (tree_feature, tree_threshold, select_cost.epsilon)
+
+        def oblivious_branch(score: jax.Array) -> tuple[jax.Array, ...]:
+            tree_feature, tree_threshold, cell, select_cost = oblivious_tree(score, r)
+            return cell, (tree_feature, tree_threshold, select_cost.epsilon)
+
+        def plain_branch(score: jax.Array) -> tuple[jax.Array, ...]:
+            return plain_cell(r, f), jax.tree.map(
+                lambda a: jnp.zeros(a.shape, a.dtype),
+                jax.eval_shape(oblivious_branch, score)[1])
+
+        return jax.lax.cond(use_oblivious, oblivious_branch, plain_branch, score)
+
+    def round_stats(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
+        """A live round's cells, their gradient/hessian sums and (oblivious trees) the tree
+        and the levels' selection budgets."""
+        cell, split = round_cells(score, r, f)
+        return (cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells),
+                *split)
+
+    def dead_round(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
         return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype),
                             jax.eval_shape(round_stats, score, r, f))
 
@@ -503,7 +617,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         live = r < rounds
         f = round_feature(r, gain)
         # past the public schedule a round releases nothing and moves nothing: skip its pass
-        cell, sums = jax.lax.cond(live, round_stats, dead_round, score, r, f)
+        cell, sums, *split = jax.lax.cond(live, round_stats, dead_round, score, r, f)
         if private:
             # each candidate its own key (the second folded once more); one is output
             k_round = jax.random.fold_in(k_rounds, r)
@@ -522,21 +636,33 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         gain = jnp.where(first_pass, gain.at[f].set(released_gain(sums, ridge, variance)),
                          gain)
         code_move = move[cyclic_cell(f, jnp.arange(n_codes))] if has_cyclic else move
-        return (score + move[cell], gain), (code_move, move, f, cost)
+        return (score + move[cell], gain), (code_move, move, f, cost, split)
 
     start = (jnp.full(codes.shape[0], prior), jnp.full(n_features, -jnp.inf))
-    _, (code_moves, moves, visited, round_costs) = jax.lax.scan(round_r, start,
-                                                                jnp.arange(total))
+    _, (code_moves, moves, visited, round_costs, splits) = jax.lax.scan(round_r, start,
+                                                                        jnp.arange(total))
     if private:
+        if has_oblivious:   # [rounds, depth] pure draws (zero past the schedule, elsewhere)
+            costs[SELECT_LABEL] = Cost(splits[2], jnp.zeros_like(splits[2]),
+                                       f"permute-and-flip (level gain, sens. {sensitivity:g})")
         for kind, kind_costs in zip(kinds, round_costs, strict=True):
             costs[ROUND_LABELS[kind]] = kind_costs
     table = jnp.zeros((n_features, n_codes), jnp.float32)
     if has_cyclic:
-        table = jnp.where(use_random, table,
+        table = jnp.where(use_random | use_oblivious, table,
                           jax.ops.segment_sum(code_moves, visited, n_features))
-    if has_random:
+    if oblivious:
+        trees = DenseTree(feature=splits[0], threshold=splits[1], leaf=moves[:, :2**depth])
+    elif has_random:
         leaf = jnp.where(use_random, moves[:n_trees, :2**depth], 0.0)
         trees = DenseTree(feature=feature, threshold=threshold, leaf=leaf)
+        if has_oblivious:   # "auto" on indicator features: the oblivious trees where taken
+            k = max(n_trees, oblivious_trees)
+            trees = jax.tree.map(
+                lambda o, t: jnp.where(use_oblivious, o, jnp.pad(
+                    t, [(0, k - t.shape[0])] + [(0, 0)] * (t.ndim - 1))),
+                DenseTree(feature=splits[0][:k], threshold=splits[1][:k],
+                          leaf=jnp.where(use_oblivious, moves[:k, :2**depth], 0.0)), trees)
     else:
         trees = DenseTree(feature=jnp.zeros((1, 1), jnp.int32),
                           threshold=jnp.zeros((1, 1), jnp.int32), leaf=jnp.zeros((1, 2)))

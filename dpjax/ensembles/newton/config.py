@@ -40,11 +40,15 @@ class Boosted(Learner):
     """Private Newton boosting of the logistic loss (binary labels): a released prior, then
     rounds of cells (``shape="cyclic"``: one feature's codes per round, as DP-EBM, a first pass
     over every feature then ``passes − 1`` passes over the ``focus`` features of largest
-    released gain; ``"random"``: the leaves of a random-structure tree; ``"auto"``, the
-    default: the cyclic shape unless its public schedule cannot afford one pass over the
-    features) whose noisy gradient/hessian sums give shrunk Newton moves. Numeric bins are
+    released gain; ``"random"``: the leaves of a random-structure tree; ``"oblivious"``: the
+    ``2**depth`` leaves of a private oblivious tree, each level's split drawn by
+    permute-and-flip with a share ``split_share`` of the round, at most ``oblivious_trees``;
+    ``"auto"``, the default: the cyclic shape unless its public schedule cannot afford one
+    pass over the features, and oblivious trees on 64 features or more where two are
+    affordable) whose noisy gradient/hessian sums give shrunk Newton moves. Numeric bins are
     merged into coarser steps where the data is small for the noise (``cell_signal``).
-    ``learning_rate``, ``regularisation``, ``min_signal`` and ``cell_signal`` are traced
+    ``learning_rate``, ``regularisation``, ``min_signal``, ``cell_signal`` and
+    ``split_share`` are traced
     (sweepable); the number of rounds is a public function of ``ε``, ``δ``, the feature count
     and the released size (:func:`dpjax.ensembles.newton.boosting.active_rounds`).
     ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
@@ -60,11 +64,13 @@ class Boosted(Learner):
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
+    oblivious_trees: int = hyper(8, positive_int(1024))
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     learning_rate: float = traced(1.0, positive_float)
     regularisation: float = traced(1.0, positive_float)
     min_signal: float = traced(4.0, positive_float)
     cell_signal: float = traced(16.0, positive_float)
+    split_share: float = traced(0.7, unit_interval(open_high=True))
     passes: int = hyper(3, positive_int(64))
     focus: int = hyper(6, positive_int(4096))
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
@@ -129,6 +135,7 @@ class Boosted(Learner):
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes and per-record statistics, the rounds' moves and the random trees."""
-        rounds = max_rounds(n, self.shape, self.n_trees, self.passes, self.focus)
+        rounds = max_rounds(n, self.shape, self.n_trees, self.passes, self.focus,
+                            self.oblivious_trees)
         cells = max(max_codes, 2**self.depth)
         return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)

@@ -19,9 +19,11 @@ from dpjax.ensembles.newton import active_rounds, auto_uses_random, newton_decis
 from dpjax.ensembles.newton.boosting import (
     GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
+    MANY_FEATURES,
     PRIOR_LABEL,
     ROUND_LABELS,
     SCOUT_LABEL,
+    SELECT_LABEL,
     STEP_CLIP,
     cell_bound,
     cyclic_rounds,
@@ -34,6 +36,7 @@ from dpjax.ensembles.newton.boosting import (
     noise_scale,
     release_sums,
     resolution_cells,
+    split_round,
 )
 from dpjax.learner import FitContext
 from dpjax.learners import Boosted
@@ -44,6 +47,7 @@ from dpjax.privacy.composition import (
     round_rho,
     zcdp_budget,
 )
+from dpjax.trees.dense import level_slice
 from tests.helpers.fits import fit_newton_boosted
 from tests.helpers.newton_budget import newton_split, prior_epsilon
 
@@ -393,7 +397,7 @@ def test_non_private_fit_is_newton_boosting_of_the_logistic_loss():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["cyclic", "random"])
+@pytest.mark.parametrize("shape", ["cyclic", "random", "oblivious"])
 def test_private_fit_learns_the_planted_problem(shape):
     codes, y = planted(m=3000, seed=4)
     test_codes, test_y = planted(m=2000, seed=5)
@@ -410,7 +414,7 @@ def test_private_fit_learns_the_planted_problem(shape):
 
 def test_boosted_config_validates_and_refuses_more_than_two_classes():
     with pytest.raises(ValueError, match="shape"):
-        Boosted(shape="oblivious")
+        Boosted(shape="symmetric")
     with pytest.raises(ValueError, match="regularisation"):
         Boosted(regularisation=0.0)
     X = pd.DataFrame({"a": np.linspace(0, 1, 30)})
@@ -667,8 +671,8 @@ LEDGER_CONFIGS = [
                  id=f"{delta:g}-{noise}-{shape}-{passes}")
     for delta in (0.0, 1e-6)
     for noise in (("auto", "laplace") if delta == 0 else ("auto", "laplace", "gaussian"))
-    for shape in ("auto", "cyclic", "random")
-    for passes in (1, 3)]
+    for shape in ("auto", "cyclic", "random", "oblivious")
+    for passes in ((1,) if shape == "oblivious" else (1, 3))]
 """Every noise (Gaussian only at ``δ > 0``), shape and pass count at ``δ`` 0 and 1e-6; the
 fast tier runs ``noise="auto"`` at ``δ = 1e-6`` (both plans drawn)."""
 
@@ -687,6 +691,7 @@ def test_boosted_ledger_stays_within_the_request(delta, noise, shape, passes):
         assert ledger.delta <= delta
         spent = {e.what for e in ledger.entries}
         assert PRIOR_LABEL in spent and spent & set(ROUND_LABELS.values())
+        assert (SELECT_LABEL in spent) == (shape == "oblivious")
 
 
 # --- Gaussian rounds beside any prior share -----------------------------------------------
@@ -729,3 +734,66 @@ def test_small_prior_shares_and_single_gaussian_rounds_fit_within_the_request(ro
     assert model.privacy.epsilon <= epsilon and model.privacy.delta <= 1e-6
     prior = {e.what: e for e in model.privacy.entries}[PRIOR_LABEL]
     assert prior.epsilon > 0
+
+
+# --- oblivious rounds -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.7, 0.95])
+@pytest.mark.parametrize("levels", [1, 4, 6])
+def test_an_oblivious_round_splits_its_budget_within_both_views(noise, share, levels):
+    """The leaves' ``(1 − s)·b`` and ``levels`` pure selections of ``ε_l``: pure rounds stay
+    within ``ε_r`` summed and within ``ε_r²/2`` in zCDP; Gaussian rounds within ``ρ_r``."""
+    budget = jnp.float32(0.37)
+    leaves, select = split_round(budget, noise, jnp.float32(share), levels)
+    leaves, select = float(leaves), float(select)
+    if noise == "gaussian":
+        assert leaves + levels * select**2 / 2 <= 0.37
+        assert leaves + levels * select**2 / 2 > 0.37 * (1 - 1e-5)
+    else:
+        assert leaves + levels * select <= 0.37
+        assert leaves**2 / 2 + levels * select**2 / 2 <= 0.37**2 / 2
+    assert split_round(budget, noise, jnp.float32(share), 0) == (budget, 0.0)
+
+
+def test_oblivious_fit_releases_oblivious_trees_and_ledgers_each_level_draw():
+    codes, y = planted(m=1500, seed=8)
+    model, costs = fit_newton_boosted(jax.random.key(2), jnp.asarray(codes), jnp.asarray(y),
+                                      jnp.float32(2.0), n_codes_per_feature=N_CODES,
+                                      shape="oblivious", oblivious_trees=6, depth=3,
+                                      split_share=0.5)
+    chex.assert_shape(model.trees.feature, (6, 7))
+    for level in range(3):   # every node of a level holds the level's split
+        for split in (model.trees.feature, model.trees.threshold):
+            assert np.all(np.ptp(np.asarray(split[:, level_slice(level)]), axis=1) == 0)
+    chex.assert_shape(costs[SELECT_LABEL].epsilon, (6, 3))
+    live = np.asarray(costs[LAPLACE_ROUNDS].epsilon) > 0
+    selections = np.asarray(costs[SELECT_LABEL].epsilon)
+    assert np.all(selections[~live] == 0) and np.all(selections[live] > 0)
+    total = (float(costs[PRIOR_LABEL].epsilon) + selections.sum()
+             + float(np.sum(costs[LAPLACE_ROUNDS].epsilon)))
+    assert total <= 2.0
+    np.testing.assert_allclose(selections[live].sum(axis=1),
+                               np.asarray(costs[LAPLACE_ROUNDS].epsilon)[live], rtol=1e-3)
+
+
+@pytest.mark.parametrize(("m", "epsilon", "oblivious"), [(6000, 1.0, True), (300, 0.1, False)])
+def test_auto_shape_boosts_oblivious_trees_on_many_features_where_two_are_affordable(
+        m, epsilon, oblivious):
+    """64 indicator features: the cyclic pass would split the budget 64 ways, so ``"auto"``
+    boosts private oblivious trees where their public schedule affords two (6,000 rows at
+    ``ε = 1``), and no oblivious tree on small data at small ``ε`` (300 rows at ``ε = 0.1``)."""
+    codes, y = planted(m=m, seed=3, n_features=MANY_FEATURES)
+    codes = (codes > 3).astype(np.uint8)
+    n_codes = np.full(MANY_FEATURES, 2, np.int32)
+    model, costs = fit_newton_boosted(jax.random.key(1), jnp.asarray(codes), jnp.asarray(y),
+                                      jnp.float32(epsilon), n_codes_per_feature=n_codes)
+    selections = np.asarray(costs[SELECT_LABEL].epsilon)
+    assert bool(np.any(selections > 0)) == oblivious
+    if oblivious:   # no cyclic moves; else the cyclic or (no pass affordable) random rounds
+        assert np.all(np.asarray(model.table) == 0)
+    if oblivious:   # the planted feature splits the first tree's root (later trees fit the rest)
+        assert int(model.trees.feature[0, 0]) == 0
+    _, few = fit_newton_boosted(jax.random.key(1), jnp.asarray(codes[:, :8]), jnp.asarray(y),
+                                jnp.float32(epsilon), n_codes_per_feature=n_codes[:8])
+    assert SELECT_LABEL not in few   # under 64 features: never oblivious

@@ -1,0 +1,108 @@
+"""Private oblivious trees: one split per level, shared by all the level's nodes, each chosen by
+one permute-and-flip draw (issue 27, deliverable 4; ``docs/design.md``, "Dense trees").
+
+An oblivious tree of depth ``d`` is a :class:`~dpjax.trees.dense.DenseTree` whose level-``l``
+nodes all hold the same ``(feature, threshold)``; its ``2**d`` leaves are the cells indexed by
+the ``d`` comparison bits, a dense tensor. Level ``l`` is chosen among every ``(f, t)`` split
+(``t <= n_codes_f − 2``) by its *level-summed absolute gradient*
+
+    u(f, t) = Σ_{cells c of level l} ( |Σ_{i∈c, x_if <= t} g_i| + |Σ_{i∈c, x_if > t} g_i| ),
+
+the first-order gain of the split: the larger the gradient sums that the split separates into
+cells of one sign, the larger a Newton move each cell can take. **Sensitivity.** A record sits
+in exactly one cell and, for every candidate, on one side of it, so adding or removing it moves
+each candidate's utility by at most its ``|g_i| <= 1`` (the triangle inequality; ``2`` under
+replace-one, which removes one record and adds another). The sums are exact int32 fixed point
+(:mod:`dpjax.privacy.fixed_point`, ``|floor(g·2**8)| <= 2**8`` units), the utilities are
+compared as exact int32 gaps to the best, and the one float32 conversion of a gap (exact below
+``2**24`` units, relative error ``2**−24`` beyond) is covered by :data:`UTILITY_MARGIN`. The
+utility is not monotone (a record can raise one candidate and lower another), so each level's
+draw is ``ε_l``-DP at the rate ``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.
+permute_and_flip`, McKenna & Sheldon 2020). A tree's ``d`` draws compose sequentially (each
+level reads the cells the previous draws made): ``d·ε_l``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.privacy.costs import Cost
+from dpjax.privacy.fixed_point import UNIT
+from dpjax.trees.dense import empty_splits, level_slice
+from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+
+UTILITY_MARGIN = 1.0 + 2.0**-20
+"""The factor on the utilities' sensitivity that covers the float32 conversion of their int32
+gaps to the best (relative error at most ``2**−24``)."""
+
+
+def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cells: int,
+                  n_codes: int, n_codes_per_feature: ArrayLike) -> jax.Array:
+    """``u(f, t)`` of every split of one level (module docstring) as int32 gaps to the best
+    valid split (``<= 0``), ``[n, n_codes]``; invalid thresholds are ``int32`` minimum.
+
+    Args:
+      codes: uint8 ``[m, n]``; cell: int32 ``[m]``, each record's cell of the level
+        (``0..n_cells − 1``); gradient: int32 ``[m]`` fixed-point gradients.
+    """
+    hist = node_histogram(codes, cell, gradient[:, None], n_cells, n_codes)[..., 0]
+    left, right = split_stats(hist[..., None])
+    utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)   # [n, C]
+    valid = valid_thresholds(n_codes_per_feature, n_codes)
+    lowest = jnp.iinfo(jnp.int32).min
+    best = jnp.max(jnp.where(valid, utility, lowest))
+    return jnp.where(valid, utility - best, lowest)
+
+
+def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth: int,
+                   n_codes_per_feature: ArrayLike, epsilon: ArrayLike | None,
+                   sensitivity: float) -> tuple[jax.Array, jax.Array, jax.Array, Cost]:
+    """One private oblivious tree of depth ``depth`` over the records' fixed-point gradients.
+
+    Args:
+      key: this tree's key (level ``l`` draws with ``fold_in(key, l)``).
+      codes: uint8 ``[m, n]``; gradient: int32 ``[m]`` in units of ``2**−8``, ``|g| <= 2**8``.
+      n_codes_per_feature: static codes of each feature.
+      epsilon: each level's budget ``ε_l`` (traced), or ``None`` without privacy (each level
+        takes its best split; the cost is zero).
+      sensitivity: 1 under add/remove, 2 under replace-one.
+
+    Returns:
+      ``(feature, threshold, leaf, cost)``: the dense split arrays ``[2**d − 1]`` (every node of
+      a level the same), each record's leaf ``[m]`` (``0..2**d − 1``, the comparison bits from
+      the root down, :func:`dpjax.trees.predict.leaf_index`'s order) and the draws' cost
+      (``[d]``, sequential).
+    """
+    n_codes_per_feature = np.asarray(n_codes_per_feature, np.int32)
+    n_codes = int(max(int(n_codes_per_feature.max(initial=2)), 2))
+    delta_units = sensitivity * UNIT * UTILITY_MARGIN
+    feature, threshold = empty_splits(depth)
+    cell = jnp.zeros(codes.shape[0], jnp.int32)
+    costs = []
+    for level in range(depth):
+        gaps = level_utility(codes, cell, gradient, 2**level, n_codes, n_codes_per_feature)
+        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min, gaps.astype(jnp.float32),
+                            -jnp.inf).reshape(-1)
+        if epsilon is None:
+            index = jnp.argmax(utility).astype(jnp.int32)
+            cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "none")
+        else:
+            index, cost = permute_and_flip(jax.random.fold_in(key, level), utility,
+                                           delta_units, epsilon,
+                                           label=f"level gain, sens. {sensitivity:g}")
+        f, t = index // n_codes, index % n_codes
+        feature = feature.at[level_slice(level)].set(f)
+        threshold = threshold.at[level_slice(level)].set(t)
+        right = (jnp.take(codes, f, axis=1).astype(jnp.int32) > t).astype(jnp.int32)
+        cell = 2 * cell + right
+        costs.append(cost)
+    cost = Cost(jnp.stack([c.epsilon for c in costs]), jnp.stack([c.delta for c in costs]),
+                costs[0].mechanism)
+    return feature, threshold, cell, cost
+
+
+__all__ = ["UTILITY_MARGIN", "grow_oblivious", "level_utility"]
