@@ -13,9 +13,11 @@ cells of one sign, the larger a Newton move each cell can take. **Sensitivity.**
 in exactly one cell and, for every candidate, on one side of it, so adding or removing it moves
 each candidate's utility by at most its ``|g_i| <= 1`` (the triangle inequality; ``2`` under
 replace-one, which removes one record and adds another). The sums are exact int32 fixed point
-(:mod:`dpjax.privacy.fixed_point`, ``|floor(g·2**8)| <= 2**8`` units), the utilities are
-compared as exact int32 gaps to the best, and the one float32 conversion of a gap (exact below
-``2**24`` units, relative error ``2**−24`` beyond) is covered by :data:`UTILITY_MARGIN`. The
+(:mod:`dpjax.privacy.fixed_point`, ``|floor(g·2**8)| <= 2**8`` units) and the utilities are
+compared as exact int32 gaps to the best, floored at ``−2**24`` units (:data:`GAP_FLOOR`) so
+that their float32 conversion is exact: permute-and-flip on ``max(u, u* − 2**24)``, whose
+sensitivity is still ``Δ`` (a maximum of two ``Δ``-sensitive quantities, as the mechanism's
+own cap). The
 utility is not monotone (a record can raise one candidate and lower another), so each level's
 draw is ``ε_l``-DP at the rate ``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.
 permute_and_flip`, McKenna & Sheldon 2020). A tree's ``d`` draws compose sequentially (each
@@ -35,15 +37,16 @@ from dpjax.privacy.fixed_point import UNIT
 from dpjax.trees.dense import empty_splits, level_slice
 from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
 
-UTILITY_MARGIN = 1.0 + 2.0**-20
-"""The factor on the utilities' sensitivity that covers the float32 conversion of their int32
-gaps to the best (relative error at most ``2**−24``)."""
+GAP_FLOOR = -(2**24)
+"""The utilities' gaps to the best are floored here (units): float32 holds every integer down
+to it exactly."""
 
 
 def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cells: int,
                   n_codes: int, n_codes_per_feature: ArrayLike) -> jax.Array:
     """``u(f, t)`` of every split of one level (module docstring) as int32 gaps to the best
-    valid split (``<= 0``), ``[n, n_codes]``; invalid thresholds are ``int32`` minimum.
+    valid split (``<= 0``, not yet floored), ``[n, n_codes]``; invalid thresholds are
+    ``int32`` minimum.
 
     Args:
       codes: uint8 ``[m, n]``; cell: int32 ``[m]``, each record's cell of the level
@@ -79,13 +82,14 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
     """
     n_codes_per_feature = np.asarray(n_codes_per_feature, np.int32)
     n_codes = int(max(int(n_codes_per_feature.max(initial=2)), 2))
-    delta_units = sensitivity * UNIT * UTILITY_MARGIN
+    delta_units = sensitivity * UNIT
     feature, threshold = empty_splits(depth)
     cell = jnp.zeros(codes.shape[0], jnp.int32)
     costs = []
     for level in range(depth):
         gaps = level_utility(codes, cell, gradient, 2**level, n_codes, n_codes_per_feature)
-        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min, gaps.astype(jnp.float32),
+        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min,
+                            jnp.maximum(gaps, GAP_FLOOR).astype(jnp.float32),
                             -jnp.inf).reshape(-1)
         if epsilon is None:
             index = jnp.argmax(utility).astype(jnp.int32)
@@ -105,4 +109,4 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
     return feature, threshold, cell, cost
 
 
-__all__ = ["UTILITY_MARGIN", "grow_oblivious", "level_utility"]
+__all__ = ["GAP_FLOOR", "grow_oblivious", "level_utility"]

@@ -225,7 +225,8 @@ say): a pass of cyclic rounds splits the budget this many ways, while an oblivio
 def auto_uses_oblivious(trees: jax.Array, shape: str) -> jax.Array:
     """Whether the fit boosts private oblivious trees: ``shape="oblivious"``, or ``"auto"`` with
     at least :data:`MANY_FEATURES` features (static) where the oblivious schedule
-    (:func:`oblivious_rounds`, public) affords :data:`AUTO_OBLIVIOUS_ROUNDS` trees: below
+    (:func:`oblivious_rounds`, public) affords :data:`AUTO_OBLIVIOUS_ROUNDS` trees (never with
+    ``oblivious_trees=1``): below
     that, data too small for the budget, a level's draw is close to uniform and the cyclic
     rounds measured better (``experiments/results/private_boosting.md``)."""
     if shape != "auto":
@@ -411,7 +412,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         ``regularisation`` (``λ`` of the ridge ``Λ``) and ``min_signal`` (the schedule's
         constant, :func:`active_rounds`) are taken from ``traced`` where given.
       key: PRNG key: the prior's, the scout's, the rounds' (round ``r`` uses ``fold_in(k, r)``;
-        with ``noise="auto"`` its Gaussian candidate ``fold_in`` of that once more) and, for the
+        with ``noise="auto"`` its Gaussian candidate ``fold_in(·, 1)`` of that, an oblivious
+        tree's level draws ``fold_in(·, 2)`` of it) and, for the
         random shape, the structures' stream unless ``context.structure_key`` is given
         (shared by a sweep's grid points).
       codes: uint8 ``[m, n]``; y: int ``[m]`` in ``{0, 1}``.
@@ -424,7 +426,9 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
       ``(model, costs)``: ``"prior (class counts)"`` (scalar), with ``noise="auto"`` at
       ``δ > 0`` ``"scout (class counts)"`` (scalar), and the rounds of each noise the fit may
       draw (:data:`ROUND_LABELS`; ``[max_rounds]``, zero past the active rounds and for the
-      noise not taken); empty without DP.
+      noise not taken), and where oblivious trees may be boosted the level draws
+      (:data:`SELECT_LABEL`, ``[max_rounds, depth]``, zero where none was drawn); empty
+      without DP.
     """
     traced = config.resolve_traced(traced)
     learning_rate, regularisation = traced["learning_rate"], traced["regularisation"]
