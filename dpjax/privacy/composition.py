@@ -190,28 +190,12 @@ def epsilon_rho(epsilon: ArrayLike) -> jax.Array:
     return 0.5 * jnp.asarray(epsilon) ** 2
 
 
-def pure_round_after(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
-                     delta: float) -> jax.Array:
-    """Per-round ``ε_r`` of ``R`` equal pure releases after one ``ε_f = fixed`` release within
-    ``(ε, δ)``: the sequential ``(ε − ε_f)/R`` or, with ``δ > 0``, the zCDP share
-    ``sqrt(2ρ_r)`` of :func:`round_rho` when larger: basic composition or the zCDP conversion
-    of all the releases (the fixed one as ``ε_f²/2``-zCDP) stays within ``(ε, δ)``."""
-    epsilon = jnp.asarray(epsilon, jnp.float32)
-    rounds = jnp.asarray(rounds, jnp.float32)
-    per_round = round_down(jnp.maximum(epsilon - jnp.asarray(fixed, jnp.float32), 0.0)
-                           / rounds)
-    if delta > 0.0:
-        per_round = jnp.maximum(per_round,
-                                round_down(rho_epsilon(round_rho(epsilon, fixed, rounds,
-                                                                 delta))))
-    return per_round
-
-
 def affordable_rounds(epsilon: ArrayLike, fixed: ArrayLike, signal: ArrayLike, delta: float,
                       gaussian: bool = False) -> jax.Array:
     """How many equal rounds the budget left after one ``ε_f = fixed`` release affords before
     each round's noise scale exceeds ``signal`` (the statistic's expected size in units of the
-    sensitivity): pure rounds (:func:`pure_round_after`) have Laplace scale ``1/ε_r``, so ``R <=
+    sensitivity): pure rounds (:meth:`Zcdp.per_round <Route.per_round>`) have Laplace scale
+    ``1/ε_r``, so ``R <=
     ⌊(ε − ε_f)·signal⌋`` or, with ``δ > 0``, ``R <= ⌊2ρ'·signal²⌋`` (``ρ' = ρ − ε_f²/2``);
     Gaussian rounds of ``ρ'/R`` each have standard deviation ``sqrt(R/(2ρ'))``, so ``R <=
     ⌊2ρ'·signal²⌋``. Not clipped (the caller bounds ``R``)."""
@@ -348,5 +332,5 @@ def route(name: str) -> Route:
 __all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
            "Zcdp", "advanced_composition", "advanced_round_epsilon", "affordable_rounds",
            "delta_split", "delta_sum", "epsilon_rho", "float32_share", "gaussian_selection_rho",
-           "parts", "pure_round_after", "rho_epsilon", "round_budget", "round_rho", "route",
+           "parts", "rho_epsilon", "round_budget", "round_rho", "route",
            "share", "zcdp_budget", "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

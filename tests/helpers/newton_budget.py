@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from dpjax.ensembles.newton.boosting import SCOUT_SHARE
-from dpjax.privacy.composition import pure_round_after, round_rho, zcdp_budget
+from dpjax.privacy.composition import round_budget, round_rho, zcdp_budget
 from dpjax.privacy.rounding import round_down
 
 
@@ -26,12 +26,12 @@ def newton_split(epsilon: float, rounds: int, delta: float, noise: str,
     """``(counts, each)``: the ``ε`` of the Laplace releases of the class counts (the prior, or
     with ``scout`` the ``noise="auto"`` scout at ``SCOUT_SHARE·ε`` then the prior's rest of
     its share in the route) and each of ``rounds`` rounds' budget: ``ε_r`` of
-    :func:`pure_round_after` (Laplace) or ``ρ_r`` of :func:`round_rho` (Gaussian)."""
+    :func:`round_budget` of the zCDP route (Laplace) or ``ρ_r`` of :func:`round_rho` (Gaussian)."""
     fixed = prior_epsilon(epsilon, noise, delta)
     if noise == "gaussian":
         each = float(round_rho(epsilon, fixed, rounds, delta))
     else:
-        each = float(pure_round_after(epsilon, fixed, rounds, delta))
+        each = float(round_budget(epsilon, fixed, rounds, delta, "zcdp"))
     if not scout:
         return [fixed], each
     first, share = round_down(SCOUT_SHARE * jnp.float32(epsilon)), jnp.float32(fixed)

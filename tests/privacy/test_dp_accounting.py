@@ -178,7 +178,7 @@ def test_zcdp_budget_converts_back_within_epsilon(epsilon, delta):
 def test_prior_and_rounds_split_stays_within_the_total(epsilon, rounds, delta,
                                                        gaussian_rounds, scout):
     """Newton boosting's split (Laplace class counts: the prior, or ``noise="auto"``'s scout
-    and the prior's rest; then ``R`` equal rounds: pure ones of ``pure_round_after``,
+    and the prior's rest; then ``R`` equal rounds: pure ones of the zCDP route's ``round_budget``,
     sequential or zCDP share, or Gaussian ones of ``round_rho``) composes to at most ``ε``
     under the PLD accountant at ``δ``."""
     counts, each = newton_split(epsilon, rounds, delta,

@@ -52,7 +52,8 @@ e.g. Maddock et al. 2022, for the ingredients):
 
 * ``noise="laplace"`` (the default): ``R`` pure rounds of ``ε_r`` each, the sequential
   ``(ε − ε_0)/R`` or, with ``δ > 0``, the zCDP share ``sqrt(2(ρ − ε_0²/2)/R)`` when larger
-  (:func:`~dpjax.privacy.composition.pure_round_after`; ``ρ`` the largest zCDP budget that
+  (the zCDP route's :meth:`~dpjax.privacy.composition.Route.per_round`; ``ρ`` the largest
+  zCDP budget that
   converts to ``(ε, δ)``, Bun & Steinke 2016 Prop. 1.3); one pass over the features, as the
   Laplace noise of ``R`` rounds grows as ``R``;
 * ``noise="gaussian"`` (``δ > 0``): ``R`` discrete Gaussian rounds of ``ρ_r = (ρ − ε_0²/2)/R``
@@ -104,7 +105,7 @@ from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
     affordable_rounds,
-    pure_round_after,
+    round_budget,
     round_rho,
     zcdp_budget,
 )
@@ -472,7 +473,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
             def budget_at(rounds: jax.Array) -> jax.Array:
                 if kind == "gaussian":
                     return round_rho(epsilon, fixed[kind], rounds, delta)
-                return pure_round_after(epsilon, fixed[kind], rounds, delta)
+                return round_budget(epsilon, fixed[kind], rounds, delta, config.composition)
 
             # one pass at the coarsest cells first (every ordered feature in two); then the
             # finest resolution whose average cell keeps cell_signal noise scales at that

@@ -43,7 +43,7 @@ from dpjax.learners import Boosted
 from dpjax.privacy import zcdp_to_dp
 from dpjax.privacy.composition import (
     affordable_rounds,
-    pure_round_after,
+    round_budget,
     round_rho,
     zcdp_budget,
 )
@@ -123,10 +123,11 @@ SCOUTED = [(0.0, False), (1e-6, False), (1e-6, True), (1e-3, False), (1e-3, True
 def test_pure_rounds_after_the_prior_stay_within_the_request_in_the_better_view(epsilon, rounds,
                                                                                 delta, scout):
     """The counts at ``ε_0 = 0.1·ε`` (or a scout at ``0.02·ε`` and the prior at the rest) then
-    ``R`` pure rounds of :func:`pure_round_after`: basic composition or (``δ > 0``) the zCDP
-    conversion of all the releases stays within ``(ε, δ)``. Without a scout the better view
-    spends the request (to the float32 rounding down); with one, the zCDP view leaves what the
-    split counts save in zCDP (``(0.1² − 0.02² − 0.08²)·ε²/2``) unspent: a few per cent."""
+    ``R`` pure rounds of the zCDP route's :func:`round_budget`: basic composition or
+    (``δ > 0``) the zCDP conversion of all the releases stays within ``(ε, δ)``. Without a
+    scout the better view spends the request (to the float32 rounding down); with one, the
+    zCDP view leaves what the split counts save in zCDP (``(0.1² − 0.02² − 0.08²)·ε²/2``)
+    unspent: a few per cent."""
     counts, each = newton_split(epsilon, rounds, delta, "laplace", scout)
     assert sum(counts) == pytest.approx(0.1 * epsilon, rel=1e-5)
     basic = sum(counts) + rounds * each
@@ -558,7 +559,8 @@ def test_affordable_rounds_are_the_most_whose_noise_stays_within_the_signal(
         epsilon, signal, delta, gaussian):
     """``R = affordable_rounds(ε, ε_0, signal, δ)`` (``signal``: the statistic's size in units
     of noise, ``ñ/(cells·min_signal)``; ``ε_0`` the route's prior): at ``R`` rounds after the
-    prior each round's noise (the Laplace scale ``1/ε_r`` of :func:`pure_round_after`, so
+    prior each round's noise (the Laplace scale ``1/ε_r`` of the zCDP route's
+    :func:`round_budget`, so
     ``ε_r·signal >= 1``, or the Gaussian ``σ = sqrt(1/(2ρ_r))`` of :func:`round_rho`) is at
     most ``signal``, and at ``R + 1`` it is not (up to the float32 rounding of the budgets,
     relative ``1e-4``)."""
@@ -569,7 +571,7 @@ def test_affordable_rounds_are_the_most_whose_noise_stays_within_the_signal(
     def noise(r: float) -> float:
         if gaussian:
             return 1.0 / math.sqrt(2.0 * float(round_rho(epsilon, prior, r, delta)))
-        return 1.0 / float(pure_round_after(epsilon, prior, r, delta))
+        return 1.0 / float(round_budget(epsilon, prior, r, delta, "zcdp"))
 
     if rounds > 0:
         assert noise(rounds) <= signal * (1.0 + 1e-4)
@@ -581,7 +583,7 @@ def test_affordable_rounds_are_the_most_whose_noise_stays_within_the_signal(
 def laplace_plan(epsilon: float, rounds: int, delta: float, cells: int) -> dict:
     """A pure plan of ``rounds`` rounds after the prior (the fields :func:`gaussian_pays`
     reads)."""
-    budget = pure_round_after(epsilon, prior_epsilon(epsilon), rounds, delta)
+    budget = round_budget(epsilon, prior_epsilon(epsilon), rounds, delta, "zcdp")
     return {"rounds": jnp.float32(rounds), "scale": noise_scale(budget, 1.0, "laplace", cells)}
 
 
