@@ -36,6 +36,7 @@ from dpjax.privacy.costs import Cost
 from dpjax.privacy.fixed_point import UNIT
 from dpjax.trees.dense import empty_splits, level_slice
 from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+from dpjax.trees.predict import step
 
 GAP_FLOOR = -(2**24)
 """The utilities' gaps to the best are floored here (units): float32 holds every integer down
@@ -52,8 +53,8 @@ def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cell
       codes: uint8 ``[m, n]``; cell: int32 ``[m]``, each record's cell of the level
         (``0..n_cells − 1``); gradient: int32 ``[m]`` fixed-point gradients.
     """
-    hist = node_histogram(codes, cell, gradient[:, None], n_cells, n_codes)[..., 0]
-    left, right = split_stats(hist[..., None])
+    left, right = split_stats(node_histogram(codes, cell, gradient[:, None], n_cells,
+                                             n_codes))
     utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)   # [n, C]
     valid = valid_thresholds(n_codes_per_feature, n_codes)
     lowest = jnp.iinfo(jnp.int32).min
@@ -101,8 +102,8 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
         f, t = index // n_codes, index % n_codes
         feature = feature.at[level_slice(level)].set(f)
         threshold = threshold.at[level_slice(level)].set(t)
-        right = (jnp.take(codes, f, axis=1).astype(jnp.int32) > t).astype(jnp.int32)
-        cell = 2 * cell + right
+        # the level's nodes are 2**level − 1 + cell in the dense layout
+        cell = 2 * cell + step(feature, threshold, codes, cell + 2**level - 1)
         costs.append(cost)
     cost = Cost(jnp.stack([c.epsilon for c in costs]), jnp.stack([c.delta for c in costs]),
                 costs[0].mechanism)

@@ -86,7 +86,8 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -215,8 +216,8 @@ def oblivious_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, dept
 
 
 AUTO_OBLIVIOUS_ROUNDS = 2
-"""``shape="auto"`` on indicator features boosts oblivious trees where their public schedule
-affords at least this many (:func:`auto_uses_oblivious`)."""
+"""``shape="auto"`` with :data:`MANY_FEATURES` features or more boosts oblivious trees where
+their public schedule affords at least this many (:func:`auto_uses_oblivious`)."""
 MANY_FEATURES = 64
 """``shape="auto"`` considers oblivious trees from this many features up (a one-hot matrix,
 say): a pass of cyclic rounds splits the budget this many ways, while an oblivious tree's
@@ -227,9 +228,9 @@ def auto_uses_oblivious(trees: jax.Array, shape: str) -> jax.Array:
     """Whether the fit boosts private oblivious trees: ``shape="oblivious"``, or ``"auto"`` with
     at least :data:`MANY_FEATURES` features (static) where the oblivious schedule
     (:func:`oblivious_rounds`, public) affords :data:`AUTO_OBLIVIOUS_ROUNDS` trees (never with
-    ``oblivious_trees=1``): below
-    that, data too small for the budget, a level's draw is close to uniform and the cyclic
-    rounds measured better (``experiments/results/private_boosting.md``)."""
+    ``oblivious_trees=1``): below that, data too small for the budget, a level's draw is close
+    to uniform and the cyclic rounds measured better
+    (``experiments/results/private_boosting.md``)."""
     if shape != "auto":
         return jnp.asarray(shape == "oblivious")
     return trees >= AUTO_OBLIVIOUS_ROUNDS
@@ -374,6 +375,12 @@ def cell_bound(l2_sensitivity: ArrayLike, rho: ArrayLike) -> jax.Array:
     return jnp.minimum(GAUSSIAN_CELL_BOUND, free_bound(l2_sensitivity, rho))
 
 
+def zeros_of(fn: Callable[..., Any], *args: Any) -> Any:
+    """Zeros shaped as ``fn(*args)``'s outputs (a skipped branch of a ``lax.cond``), from its
+    abstract evaluation: nothing is computed."""
+    return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(fn, *args))
+
+
 def split_round(budget: jax.Array, noise: str, share: ArrayLike,
                 levels: int) -> tuple[jax.Array, jax.Array]:
     """An oblivious round's budget ``b`` (``ε_r``, or ``ρ_r`` for Gaussian rounds) split into
@@ -495,9 +502,10 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                 use_oblivious = auto_uses_oblivious(trees, shape)
                 rounds = jnp.where(use_oblivious, trees, rounds)
                 use_random = use_random & ~use_oblivious
-            budget, select = split_round(budget_at(rounds), kind, traced["split_share"],
+            whole = budget_at(rounds)
+            leaves, select = split_round(whole, kind, traced["split_share"],
                                          depth if has_oblivious else 0)
-            budget = jnp.where(use_oblivious, budget, budget_at(rounds))
+            budget = jnp.where(use_oblivious, leaves, whole)
             return {"rounds": rounds, "resolution": resolution, "use_random": use_random,
                     "use_oblivious": use_oblivious, "budget": budget,
                     "scale": noise_scale(budget, sensitivity, kind, n_cells),
@@ -571,13 +579,15 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         tree = jnp.minimum(r, feature.shape[0] - 1)
         return leaf_index(feature[tree], threshold[tree], codes)
 
-    def oblivious_tree(score: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
+    def oblivious_cells(score: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
         """Round ``r``'s oblivious tree, its levels drawn with their own key (the round's
-        key folded with 2, beside its two candidate releases)."""
+        key folded with 2, beside its two candidate releases): its cells and ``(feature,
+        threshold, levels' ε)``."""
         k_select = jax.random.fold_in(jax.random.fold_in(k_rounds, r), 2)
         gradient = fixed_point.to_units(jax.nn.sigmoid(score) - y.astype(jnp.float32))
-        return grow_oblivious(k_select, codes, gradient, depth, n_codes_per_feature, select,
-                              sensitivity)
+        tree_feature, tree_threshold, cell, cost = grow_oblivious(
+            k_select, codes, gradient, depth, n_codes_per_feature, select, sensitivity)
+        return cell, (tree_feature, tree_threshold, cost.epsilon)
 
     def plain_cell(r: jax.Array, f: jax.Array) -> jax.Array:
         """A cyclic or random round's cells."""
@@ -592,19 +602,12 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         if not has_oblivious:
             return plain_cell(r, f), ()
         if oblivious:
-            tree_feature, tree_threshold, cell, select_cost = oblivious_tree(score, r)
-            return cell, (tree_feature, tree_threshold, select_cost.epsilon)
+            return oblivious_cells(score, r)
 
-        def oblivious_branch(score: jax.Array) -> tuple[jax.Array, ...]:
-            tree_feature, tree_threshold, cell, select_cost = oblivious_tree(score, r)
-            return cell, (tree_feature, tree_threshold, select_cost.epsilon)
+        def plain_branch(score: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
+            return plain_cell(r, f), zeros_of(oblivious_cells, score, r)[1]
 
-        def plain_branch(score: jax.Array) -> tuple[jax.Array, ...]:
-            return plain_cell(r, f), jax.tree.map(
-                lambda a: jnp.zeros(a.shape, a.dtype),
-                jax.eval_shape(oblivious_branch, score)[1])
-
-        return jax.lax.cond(use_oblivious, oblivious_branch, plain_branch, score)
+        return jax.lax.cond(use_oblivious, oblivious_cells, plain_branch, score, r)
 
     def round_stats(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
         """A live round's cells, their gradient/hessian sums and (oblivious trees) the tree
@@ -614,8 +617,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                 *split)
 
     def dead_round(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
-        return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype),
-                            jax.eval_shape(round_stats, score, r, f))
+        return zeros_of(round_stats, score, r, f)
 
     def round_r(carry: tuple[jax.Array, jax.Array], r: jax.Array):
         score, gain = carry
@@ -661,7 +663,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     elif has_random:
         leaf = jnp.where(use_random, moves[:n_trees, :2**depth], 0.0)
         trees = DenseTree(feature=feature, threshold=threshold, leaf=leaf)
-        if has_oblivious:   # "auto" on indicator features: the oblivious trees where taken
+        if has_oblivious:   # "auto" on many features: the oblivious trees where taken
             k = max(n_trees, oblivious_trees)
             trees = jax.tree.map(
                 lambda o, t: jnp.where(use_oblivious, o, jnp.pad(
