@@ -799,3 +799,17 @@ def test_auto_shape_boosts_oblivious_trees_on_many_features_where_two_are_afford
     _, few = fit_newton_boosted(jax.random.key(1), jnp.asarray(codes[:, :8]), jnp.asarray(y),
                                 jnp.float32(epsilon), n_codes_per_feature=n_codes[:8])
     assert SELECT_LABEL not in few   # under 64 features: never oblivious
+
+
+def test_oblivious_fit_is_a_function_of_its_key():
+    """The same key gives the same model and costs; another key other level draws."""
+    codes, y = planted(m=800, seed=9, n_features=6)
+
+    def fit(seed: int):
+        return fit_newton_boosted(jax.random.key(seed), jnp.asarray(codes), jnp.asarray(y),
+                                  jnp.float32(1.0), n_codes_per_feature=np.full(6, 8),
+                                  shape="oblivious", depth=3)
+
+    first, again, other = fit(4), fit(4), fit(5)
+    chex.assert_trees_all_equal(first, again)
+    assert not np.array_equal(first[0].trees.feature, other[0].trees.feature)
