@@ -197,7 +197,8 @@ class Learner:
     @property
     def composition(self) -> str:
         """The composition route of the ledger (:data:`dpjax.privacy.ROUTES`): ``"basic"``
-        (sequential), or ``"zcdp"`` / ``"advanced"`` (the smaller of basic composition and the
+        (sequential), or ``"zcdp"`` / ``"advanced"`` / ``"optimal"`` (the smaller of basic
+        composition and the
         route's total at the requested ``δ``; for learners that size their noise for it)."""
         return "basic"
 

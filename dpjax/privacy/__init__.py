@@ -4,8 +4,9 @@ split, the fixed point of the released statistics, and the budget accountant.
 * :class:`Cost` (:mod:`~dpjax.privacy.costs`): what a mechanism reports beside its release;
   :func:`parallel` composes disjoint releases.
 * :class:`PrivacyLedger` (:mod:`~dpjax.privacy.ledger`): every model's record of its releases.
-* :mod:`~dpjax.privacy.composition`: one route per composition (basic, advanced, zCDP), each
-  composing ledgers and splitting budgets.
+* :mod:`~dpjax.privacy.composition`: one route per composition (basic, advanced, zCDP,
+  optimal), each composing ledgers and splitting budgets; :mod:`~dpjax.privacy.optimal`: the
+  optimal composition of pure releases.
 * :class:`BudgetAccountant` (:mod:`~dpjax.privacy.accountant`): a total across many fits.
 * :mod:`~dpjax.privacy.fixed_point` and :mod:`~dpjax.privacy.rounding`: exact fixed-point
   statistics and conservative float32 rounding of budgets and scales.
@@ -25,6 +26,7 @@ from dpjax.privacy.checks import (
 from dpjax.privacy.composition import (
     ADVANCED,
     BASIC,
+    OPTIMAL,
     ROUTES,
     ZCDP,
     Route,
@@ -39,6 +41,7 @@ __all__ = [
     "ADVANCED",
     "BASIC",
     "NEIGHBOURING",
+    "OPTIMAL",
     "ROUTES",
     "SENSITIVITY",
     "ZCDP",

@@ -20,6 +20,9 @@ Totals (each also bounded by basic composition, and the smaller one holds):
 * ``"zcdp"``: every release of every fit composed in zCDP (pure ``ε``-DP releases are
   ``ε²/2``-zCDP, Gaussian ones carry their ``ρ``) and converted to ``(ε, δ)`` at the total
   ``δ`` (Bun & Steinke 2016, Prop. 1.3 and Lemma 2.3).
+* ``"optimal"``: the pure releases of every fit by their optimal composition (Kairouz, Oh &
+  Viswanath 2015; :mod:`dpjax.privacy.optimal`), the Gaussian ones in zCDP beside them, and
+  never above the zCDP total.
 
 A fit is refused when its *requested* ``(ε, δ)``, composed with what was spent, would exceed the
 total; the fit then spends at most what it requested (its ledger never exceeds the request), so
@@ -69,7 +72,8 @@ class BudgetAccountant:
     Args:
       epsilon: the total ``ε`` (``inf``: no limit, only tracking).
       delta: the total ``δ`` in ``[0, 1)``.
-      composition: ``"basic"`` (default), ``"advanced"`` or ``"zcdp"`` (module docstring).
+      composition: ``"basic"`` (default), ``"advanced"``, ``"zcdp"`` or ``"optimal"`` (module
+        docstring).
     """
 
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,

@@ -9,6 +9,9 @@ measure.
 * :data:`ZCDP`: zero-concentrated DP (Bun & Steinke 2016): a pure ``ε``-DP release is
   ``ε²/2``-zCDP (Prop. 1.4), a Gaussian release carries its ``ρ``, the ``ρ``'s add (Lemma 2.3)
   and the sum converts to ``(ε, δ)`` (Prop. 1.3).
+* :data:`OPTIMAL`: the optimal composition of the pure releases (Kairouz, Oh & Viswanath
+  2015, Thm 3.3; :mod:`dpjax.privacy.optimal`), the Gaussian ones in zCDP beside them, and
+  never above the zCDP route: the tightest bound that holds for every pure-DP release.
 
 A further route (Rényi DP, privacy-loss distributions) is another :class:`Route`: its
 :meth:`~Route.compose` for the ledgers and the accountant, its :meth:`~Route.per_round` for the
@@ -30,12 +33,19 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
+from dpjax.privacy.optimal import composed_epsilon, round_epsilon
 from dpjax.privacy.rounding import float32_above, float32_below, round_down, round_up
 
 MARGIN = 1.0 - 1e-5
 """Relative margin of an inverted conversion (``ρ`` from ``(ε, δ)``, the advanced round)."""
+Shares = Sequence[tuple[ArrayLike, int]]
+"""A round's releases: ``(s_k, m_k)`` pairs, ``m_k`` releases of a share ``s_k`` of the
+round's budget each (``Σ m_k s_k <= 1``)."""
+WHOLE: Shares = ((1.0, 1),)
+"""A round that is one release of its whole budget."""
 
 
 # --- float64 arithmetic of the theorems --------------------------------------------------------
@@ -211,15 +221,22 @@ def affordable_rounds(epsilon: ArrayLike, fixed: ArrayLike, signal: ArrayLike, d
 
 def round_budget(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
                  composition: str, gaussian: bool = False,
-                 square_share: float = 1.0) -> jax.Array:
+                 shares: Shares = WHOLE, most: int | None = None) -> jax.Array:
     """Per-round ``ε_0`` of ``rounds`` rounds beside one ``ε_f = fixed`` release (a released
     sample size, say) within ``(ε, δ)``: the ``composition`` route's
-    :meth:`Route.per_round` for pure-DP rounds (a round of releases of shares ``s_k`` of
-    ``ε_0`` has ``square_share = Σ s_k²``), or for Gaussian rounds the ``ε_0 = sqrt(2ρ_0)`` of
-    their zCDP budget :func:`round_rho` (``ρ_0 = ε_0²/2``)."""
+    :meth:`Route.per_round` for pure-DP rounds (a round of ``m_k`` releases of shares ``s_k``
+    of ``ε_0`` per ``(s_k, m_k)`` in ``shares``; ``most`` bounds a traced ``rounds``), or for
+    Gaussian rounds the ``ε_0 = sqrt(2ρ_0)`` of their zCDP budget :func:`round_rho`
+    (``ρ_0 = ε_0²/2``)."""
     if gaussian:
         return rho_epsilon(round_rho(epsilon, fixed, rounds, delta))
-    return route(composition).per_round(epsilon, fixed, rounds, delta, square_share)
+    return route(composition).per_round(epsilon, fixed, rounds, delta, shares, most)
+
+
+def square_share(shares: Shares) -> ArrayLike:
+    """``Σ m_k s_k²``: a round's ``Σ ε_k²`` in units of ``ε_0²`` (its zCDP cost and advanced
+    composition's square term)."""
+    return sum(m * jnp.asarray(s, jnp.float32) ** 2 for s, m in shares)
 
 
 # --- the routes -------------------------------------------------------------------------------
@@ -239,22 +256,24 @@ class Route:
         raise NotImplementedError
 
     def per_round(self, epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike,
-                  delta: float, square_share: float = 1.0) -> jax.Array:
+                  delta: float, shares: Shares = WHOLE, most: int | None = None) -> jax.Array:
         """Per-round ``ε_0`` (rounded down) of ``r = rounds`` pure-DP rounds beside one
         ``ε_f = fixed`` release within the total ``(ε, δ)`` (smooth boosting spec §3.4;
-        stumps spec §6.2). A round of releases of shares ``s_k`` of ``ε_0`` has
-        ``square_share = Σ s_k²``. The larger of :data:`BASIC`'s and the route's own (both
-        hold); with ``δ = 0`` every route is basic."""
+        stumps spec §6.2). A round is ``m_k`` releases of shares ``s_k`` of ``ε_0`` per
+        ``(s_k, m_k)`` in ``shares``; ``most`` is a static bound on a traced ``rounds`` (the
+        optimal route lays its support out for it). The larger of :data:`BASIC`'s and the
+        route's own (both hold); with ``δ = 0`` every route is basic."""
         epsilon = jnp.asarray(epsilon, jnp.float32)
         fixed = jnp.asarray(fixed, jnp.float32)
         rounds = jnp.asarray(rounds, jnp.float32)
         basic = jnp.maximum(epsilon - fixed, 0.0) / rounds
         if delta <= 0.0 or self.name == "basic":
             return round_down(basic)
-        return self._per_round(basic, epsilon, fixed, rounds, delta, square_share)
+        return self._per_round(basic, epsilon, fixed, rounds, delta, shares, most)
 
     def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
-                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
+                   rounds: jax.Array, delta: float, shares: Shares,
+                   most: int | None) -> jax.Array:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -288,9 +307,10 @@ class Advanced(Route):
         return epsilon, math.fsum(e.total_delta for e in entries) + slack
 
     def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
-                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
+                   rounds: jax.Array, delta: float, shares: Shares,
+                   most: int | None) -> jax.Array:
         return jnp.maximum(round_down(basic), advanced_round_epsilon(
-            epsilon, fixed, rounds, delta, square_share))
+            epsilon, fixed, rounds, delta, square_share(shares)))
 
 
 class Zcdp(Route):
@@ -310,13 +330,57 @@ class Zcdp(Route):
         return epsilon + math.fsum(e.total_epsilon for e in rest), delta
 
     def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
-                   rounds: jax.Array, delta: float, square_share: float) -> jax.Array:
-        rho = round_rho(epsilon, fixed, rounds, delta) / square_share
+                   rounds: jax.Array, delta: float, shares: Shares,
+                   most: int | None) -> jax.Array:
+        rho = round_rho(epsilon, fixed, rounds, delta) / square_share(shares)
         return round_down(jnp.maximum(basic, jnp.sqrt(2.0 * rho)))
 
 
-BASIC, ADVANCED, ZCDP = Basic(), Advanced(), Zcdp()
-ROUTES: dict[str, Route] = {r.name: r for r in (BASIC, ADVANCED, ZCDP)}
+class Optimal(Zcdp):
+    """The optimal composition of the pure releases (Kairouz, Oh & Viswanath 2015, Thm 3.3,
+    by randomized-response dominance: :mod:`dpjax.privacy.optimal`), the Gaussian ones (with a
+    ``ρ``) in zCDP beside them; the smaller of that and the zCDP route's total (both hold).
+    Splits take the larger of the zCDP split and the optimal one."""
+
+    name = "optimal"
+    PURE_SHARES = (0.5, 0.75, 0.9, 0.99)
+    """The shares of ``δ`` the pure releases may take beside Gaussian ones (each a valid split;
+    the smallest total is kept)."""
+
+    def compose(self, entries: Sequence[Any], delta: float) -> tuple[float, float] | None:
+        zcdp = super().compose(entries, delta)
+        pure = [e for e in entries if e.delta == 0]
+        gaussian = [e for e in entries if e.delta > 0 and e.rho is not None]
+        rest = [e for e in entries if e.delta > 0 and e.rho is None]
+        left = delta - math.fsum(e.total_delta for e in rest)
+        if not pure or left <= 0:
+            return zcdp
+        on_top = math.fsum(e.total_epsilon for e in rest)
+        candidates = [] if zcdp is None else [zcdp[0]]
+        for pure_share in (self.PURE_SHARES if gaussian else (1.0,)):
+            exact = composed_epsilon([e.epsilon for e in pure], [e.count for e in pure],
+                                     pure_share * left)
+            if exact is not None:
+                candidates.append(exact + on_top + (zcdp_to_dp(
+                    zcdp_rho(gaussian), (1.0 - pure_share) * left) if gaussian else 0.0))
+        return (min(candidates), delta) if candidates else None
+
+    def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
+                   rounds: jax.Array, delta: float, shares: Shares,
+                   most: int | None) -> jax.Array:
+        if most is None:
+            try:
+                most = int(np.max(np.asarray(rounds)))
+            except (jax.errors.ConcretizationTypeError,
+                    jax.errors.TracerArrayConversionError) as error:
+                raise ValueError("the optimal route's split of a traced round count needs "
+                                 "its static bound most=") from error
+        zcdp = super()._per_round(basic, epsilon, fixed, rounds, delta, shares, most)
+        return jnp.maximum(zcdp, round_epsilon(epsilon, fixed, rounds, delta, most, shares))
+
+
+BASIC, ADVANCED, ZCDP, OPTIMAL = Basic(), Advanced(), Zcdp(), Optimal()
+ROUTES: dict[str, Route] = {r.name: r for r in (BASIC, ADVANCED, ZCDP, OPTIMAL)}
 """Every composition route by name (the names a learner's ``composition`` and
 :class:`~dpjax.privacy.BudgetAccountant`'s ``composition`` take)."""
 
@@ -329,8 +393,8 @@ def route(name: str) -> Route:
     return ROUTES[name]
 
 
-__all__ = ["ADVANCED", "BASIC", "MARGIN", "ROUTES", "ZCDP", "Advanced", "Basic", "Route",
-           "Zcdp", "advanced_composition", "advanced_round_epsilon", "affordable_rounds",
-           "delta_split", "delta_sum", "epsilon_rho", "float32_share", "gaussian_selection_rho",
-           "parts", "rho_epsilon", "round_budget", "round_rho", "route",
-           "share", "zcdp_budget", "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]
+__all__ = ["ADVANCED", "BASIC", "MARGIN", "OPTIMAL", "ROUTES", "WHOLE", "ZCDP", "Advanced", "Basic",
+           "Optimal", "Route", "Shares", "Zcdp", "advanced_composition", "advanced_round_epsilon",
+           "affordable_rounds", "delta_split", "delta_sum", "epsilon_rho", "float32_share",
+           "gaussian_selection_rho", "parts", "rho_epsilon", "round_budget", "round_rho", "route",
+           "share", "square_share", "zcdp_budget", "zcdp_epsilon", "zcdp_rho", "zcdp_to_dp"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpjax.privacy.composition import ADVANCED, BASIC, zcdp_rho, zcdp_to_dp
+from dpjax.privacy.composition import ADVANCED, BASIC, OPTIMAL, zcdp_rho, zcdp_to_dp
 from dpjax.privacy.costs import Cost
 
 
@@ -51,9 +51,10 @@ class PrivacyLedger:
     ``epsilon`` / ``delta`` are the spent totals (``inf`` if any release was not private, or if
     the model was fitted with ``epsilon=None``): under basic (sequential) composition, or with
     ``composition="zcdp"`` (and a requested ``δ > 0``) the smaller of that and the zCDP view,
-    every release composed in zCDP and converted at the requested ``δ``, or with
-    ``composition="advanced"`` the smaller of basic and advanced composition with the ``δ``
-    the releases leave (all hold).
+    every release composed in zCDP and converted at the requested ``δ``, with
+    ``composition="optimal"`` the smaller of that and the optimal composition of the pure
+    releases (:mod:`dpjax.privacy.optimal`), or with ``composition="advanced"`` the smaller of
+    basic and advanced composition with the ``δ`` the releases leave (all hold).
     """
 
     entries: tuple[LedgerEntry, ...] = ()
@@ -109,8 +110,10 @@ class PrivacyLedger:
     @property
     def zcdp_view(self) -> tuple[float, float] | None:
         """``(ε, δ)`` of every release composed in zCDP and converted at the requested ``δ``,
-        or ``None`` (another composition, no ``δ`` asked for, or a release without a ``ρ``)."""
-        if (self.composition != "zcdp" or not self.private or self.requested_delta <= 0
+        or ``None`` (a composition other than zCDP or optimal, no ``δ`` asked for, or a
+        release without a ``ρ``)."""
+        if (self.composition not in ("zcdp", "optimal") or not self.private
+                or self.requested_delta <= 0
                 or any(e.delta > 0 and e.rho is None for e in self.entries)):
             return None
         return self.zcdp(self.requested_delta)
@@ -128,17 +131,30 @@ class PrivacyLedger:
         return self.advanced(slack)
 
     @property
+    def optimal_view(self) -> tuple[float, float] | None:
+        """``(ε, δ)`` of the pure releases by their optimal composition and the Gaussian ones
+        in zCDP (:data:`~dpjax.privacy.composition.OPTIMAL`, never above the zCDP view) at the
+        requested ``δ``, or ``None`` (another composition, or no ``δ`` asked for)."""
+        if self.composition != "optimal" or not self.private or self.requested_delta <= 0:
+            return None
+        return OPTIMAL.compose(self.entries, self.requested_delta)
+
+    @property
     def composed_view(self) -> tuple[float, float] | None:
-        """The ledger's composition route's ``(ε, δ)`` (:attr:`zcdp_view` or
-        :attr:`advanced_view`) when it is below basic composition's ``ε`` or basic
-        composition's ``δ`` (the releases' own, summed) exceeds the requested ``δ``, else
-        ``None``."""
-        view = self.zcdp_view or self.advanced_view
+        """The ledger's composition route's ``(ε, δ)`` (:attr:`route_view`) when it is below
+        basic composition's ``ε`` or basic composition's ``δ`` (the releases' own, summed)
+        exceeds the requested ``δ``, else ``None``."""
+        view = self.route_view
         if view is None:
             return None
         basic_delta = BASIC.compose(self.entries, 0.0)[1]
         return view if (view[0] < self.basic_epsilon
                         or basic_delta > self.requested_delta) else None
+
+    @property
+    def route_view(self) -> tuple[float, float] | None:
+        """The composition route's own ``(ε, δ)``, whether or not below basic's."""
+        return self.optimal_view or self.zcdp_view or self.advanced_view
 
     @property
     def epsilon(self) -> float:
@@ -196,13 +212,14 @@ class PrivacyLedger:
             lines.append("  " + "  ".join(cells).rstrip())
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
-            route = {"zcdp": "zCDP", "advanced": "advanced"}.get(self.composition, "basic")
+            route = {"zcdp": "zCDP", "advanced": "advanced", "optimal": "optimal"}.get(
+                self.composition, "basic")
             how = f"{'basic' if self.composed_view is None else route} composition"
             lines.append(
                 f"  spent: epsilon = {self.epsilon:.6g}, delta = {self.delta:.3g} "
                 f"({how}; requested epsilon = {asked})"
             )
-            view = self.zcdp_view or self.advanced_view
+            view = self.route_view
             if view is not None:
                 lines.append(f"  views: basic epsilon = {self.basic_epsilon:.6g}; {route} "
                              f"epsilon = {view[0]:.6g} at delta = {view[1]:.3g}")

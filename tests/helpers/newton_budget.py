@@ -26,12 +26,13 @@ def newton_split(epsilon: float, rounds: int, delta: float, noise: str,
     """``(counts, each)``: the ``ε`` of the Laplace releases of the class counts (the prior, or
     with ``scout`` the ``noise="auto"`` scout at ``SCOUT_SHARE·ε`` then the prior's rest of
     its share in the route) and each of ``rounds`` rounds' budget: ``ε_r`` of
-    :func:`round_budget` of the zCDP route (Laplace) or ``ρ_r`` of :func:`round_rho` (Gaussian)."""
+    :func:`round_budget` of the optimal route (Laplace, the ``boosted`` learner's) or ``ρ_r``
+    of :func:`round_rho` (Gaussian)."""
     fixed = prior_epsilon(epsilon, noise, delta)
     if noise == "gaussian":
         each = float(round_rho(epsilon, fixed, rounds, delta))
     else:
-        each = float(round_budget(epsilon, fixed, rounds, delta, "zcdp"))
+        each = float(round_budget(epsilon, fixed, rounds, delta, "optimal", most=rounds))
     if not scout:
         return [fixed], each
     first, share = round_down(SCOUT_SHARE * jnp.float32(epsilon)), jnp.float32(fixed)

@@ -51,11 +51,16 @@ e.g. Maddock et al. 2022, for the ingredients):
 **Noise and budget.** After the prior, the rounds share the rest:
 
 * ``noise="laplace"`` (the default): ``R`` pure rounds of ``ε_r`` each, the sequential
-  ``(ε − ε_0)/R`` or, with ``δ > 0``, the zCDP share ``sqrt(2(ρ − ε_0²/2)/R)`` when larger
-  (the zCDP route's :meth:`~dpjax.privacy.composition.Route.per_round`; ``ρ`` the largest
-  zCDP budget that
-  converts to ``(ε, δ)``, Bun & Steinke 2016 Prop. 1.3); one pass over the features, as the
-  Laplace noise of ``R`` rounds grows as ``R``;
+  ``(ε − ε_0)/R`` or, with ``δ > 0``, the largest ``ε_r`` at which the prior and the ``R``
+  rounds compose to ``(ε, δ)`` by the optimal composition of pure releases (Kairouz, Oh &
+  Viswanath 2015; the optimal route's :meth:`~dpjax.privacy.composition.Route.per_round`,
+  :mod:`dpjax.privacy.optimal`; never below the zCDP share ``sqrt(2(ρ − ε_0²/2)/R)``, ``ρ``
+  the largest zCDP budget that converts to ``(ε, δ)``). An oblivious round counts as its
+  leaves' release and its ``d`` level draws (:func:`oblivious_shares`): at ``ε = 0.1``,
+  ``δ = 10⁻⁶`` eight trees get 1.8 times the sequential share. One pass over the features,
+  as the schedule (:func:`active_rounds`) sizes the rounds by the sequential or zCDP share
+  (more rounds at the optimal share, or more passes, measured worse at ``ε = 0.1``:
+  ``experiments/results/private_boosting.md``);
 * ``noise="gaussian"`` (``δ > 0``): ``R`` discrete Gaussian rounds of ``ρ_r = (ρ − ε_0²/2)/R``
   (:func:`~dpjax.privacy.composition.round_rho`); their noise grows as ``√R``, so the focus
   passes cost nothing in the averaged noise of a cell;
@@ -105,6 +110,8 @@ from dpjax.mechanisms.gaussian import (
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
+    WHOLE,
+    Shares,
     affordable_rounds,
     round_budget,
     round_rho,
@@ -398,6 +405,14 @@ def split_round(budget: jax.Array, noise: str, share: ArrayLike,
     return round_down((1.0 - share) * budget), round_down(select)
 
 
+def oblivious_shares(share: ArrayLike, levels: int) -> Shares:
+    """An oblivious round's releases as shares of its pure budget (:func:`split_round`): the
+    leaves' ``1 − s`` and ``levels`` draws of ``s/levels`` each (the optimal composition
+    counts them apart, :mod:`dpjax.privacy.optimal`)."""
+    share = jnp.asarray(share, jnp.float32)
+    return ((1.0 - share, 1), (share / levels, levels))
+
+
 def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
     """A round's noise scale per sum (in rows): the Laplace ``b = Δ/ε_r`` or the Gaussian's
     standard deviation ``σ = g·2**15`` on its grid step ``g``."""
@@ -428,7 +443,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
       epsilon: total budget (traced), or ``None`` without privacy (exact sums, ``Λ = 1``).
       context: the codes per feature (cells of the cyclic shape), the multiplier of every
         release (``sensitivity``: 1 add/remove, 2 replace-one) and the ``δ`` asked for (``> 0``
-        enables the zCDP split; ``noise="gaussian"`` needs it).
+        enables the optimal split; ``noise="gaussian"`` needs it).
 
     Returns:
       ``(model, costs)``: ``"prior (class counts)"`` (scalar), with ``noise="auto"`` at
@@ -472,15 +487,17 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         def plan(kind: str, size: jax.Array) -> dict[str, jax.Array]:
             """The schedule of ``kind`` noise at the released size: rounds, resolution,
             shape, round budget."""
+            def budget_at(rounds: jax.Array, shares: Shares = WHOLE,
+                          most: int = total) -> jax.Array:
+                if kind == "gaussian":
+                    return round_rho(epsilon, fixed[kind], rounds, delta)
+                return round_budget(epsilon, fixed[kind], rounds, delta, config.composition,
+                                    shares=shares, most=most)
+
             def rounds_at(cells: ArrayLike, most: int) -> jax.Array:
                 return active_rounds(epsilon, fixed[kind], size, cells, most,
                                      min_signal=min_signal, delta=delta,
                                      gaussian=kind == "gaussian")
-
-            def budget_at(rounds: jax.Array) -> jax.Array:
-                if kind == "gaussian":
-                    return round_rho(epsilon, fixed[kind], rounds, delta)
-                return round_budget(epsilon, fixed[kind], rounds, delta, config.composition)
 
             # one pass at the coarsest cells first (every ordered feature in two); then the
             # finest resolution whose average cell keeps cell_signal noise scales at that
@@ -503,6 +520,10 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                 rounds = jnp.where(use_oblivious, trees, rounds)
                 use_random = use_random & ~use_oblivious
             whole = budget_at(rounds)
+            if has_oblivious:   # a tree's round is its leaves' release and d level draws
+                whole = jnp.where(use_oblivious, budget_at(
+                    jnp.minimum(rounds, oblivious_trees),
+                    oblivious_shares(traced["split_share"], depth), oblivious_trees), whole)
             leaves, select = split_round(whole, kind, traced["split_share"],
                                          depth if has_oblivious else 0)
             budget = jnp.where(use_oblivious, leaves, whole)

@@ -53,8 +53,9 @@ class Boosted(Learner):
     and the released size (:func:`dpjax.ensembles.newton.boosting.active_rounds`).
     ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
     size the random shape's trees. ``noise="laplace"`` (the default) draws exact discrete
-    Laplace noise (pure ``ε``-DP at ``delta = 0``; at ``delta > 0`` the rounds may take the
-    zCDP split); ``"gaussian"`` (``delta > 0``) the exact discrete Gaussian; ``"auto"``
+    Laplace noise (pure ``ε``-DP at ``delta = 0``; at ``delta > 0`` the rounds take the split
+    of the optimal composition, :mod:`dpjax.privacy.optimal`); ``"gaussian"`` (``delta > 0``)
+    the exact discrete Gaussian; ``"auto"``
     (``delta > 0``) the Gaussian where its public plan pays, decided by a scout count
     (:mod:`dpjax.ensembles.newton.boosting`)."""
 
@@ -78,7 +79,7 @@ class Boosted(Learner):
 
     @property
     def composition(self) -> str:
-        return "zcdp"
+        return "optimal"
 
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.noise == "gaussian" and delta <= 0.0:

@@ -78,7 +78,7 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
 
         def round_eps(r: jax.Array) -> jax.Array:
             return round_budget(epsilon, size_eps, r, context.delta, config.composition,
-                                gaussian, config.square_share)
+                                gaussian, config.round_shares, config.n_rounds)
 
         rounds = affordable_rounds(round_eps, size, kappa, traced["min_signal"],
                                    config.cost_per_signal, config.n_rounds)

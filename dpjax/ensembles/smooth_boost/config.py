@@ -125,12 +125,14 @@ class SmoothBoost(Learner):
         return 4.0
 
     @property
-    def square_share(self) -> float:
-        """``Σ s_k²`` over the releases of one round (shares ``s_k`` of its ``ε_0``): 1 for a
-        stump; ``t·(1/(2t))² + (1/2)²`` for a tree's splits and leaves."""
+    def round_shares(self) -> tuple[tuple[float, int], ...]:
+        """The releases of one round, ``(s_k, m_k)``: ``m_k`` of a share ``s_k`` of its
+        ``ε_0`` each (:data:`~dpjax.privacy.composition.Shares`): one for a stump; a tree's
+        ``t`` splits of ``(1 − leaf_share)/t`` and its leaves' ``leaf_share``."""
         if self.weak_learner == "tree":
-            return (1.0 - self.leaf_share) ** 2 / self.tree_splits + self.leaf_share**2
-        return 1.0
+            return ((1.0 - self.leaf_share) / self.tree_splits, self.tree_splits), \
+                (self.leaf_share, 1)
+        return ((1.0, 1),)
 
     @property
     def resolution(self) -> int:
