@@ -47,17 +47,19 @@ class Config:
     rows: int = 6
     """Rows of the audited dataset (the smooth rule-list selections need enough rows to pass
     their noisy support check, else they only ever release the default rule)."""
+    relations: tuple[str, ...] = RELATIONS
+    """The neighbouring relations the mode serves (an individual filter: add/remove only)."""
 
 
 CONFIGS = [
     Config("boosted", "Newton defaults (shape auto)", dict()),
     Config("boosted", "Newton, cyclic shape", dict(shape="cyclic")),
     Config("boosted", "random shape, T=2, d=2", dict(shape="random", n_trees=2, depth=2)),
-    Config("boosted", "random shape, T=60, d=1, δ=1e-5 (zCDP split)",
+    Config("boosted", "random shape, T=60, d=1, δ=1e-5 (optimal split)",
            dict(shape="random", n_trees=60, depth=1, delta=1e-5, min_signal=1e-3)),
     Config("boosted", "Newton, Gaussian rounds, δ=1e-5 (zCDP)",
            dict(noise="gaussian", delta=1e-5, min_signal=1e-3)),
-    Config("boosted", "Newton defaults, δ=1e-5 (Laplace rounds, zCDP split)",
+    Config("boosted", "Newton defaults, δ=1e-5 (Laplace rounds, optimal split)",
            dict(delta=1e-5)),
     Config("boosted", "Newton, auto noise, δ=1e-5 (scout count, route, rounds)",
            dict(noise="auto", delta=1e-5)),
@@ -66,6 +68,11 @@ CONFIGS = [
                 focus=1)),
     Config("boosted", "private oblivious trees, T=2, d=2 (permute-and-flip levels)",
            dict(shape="oblivious", oblivious_trees=2, depth=2, split_share=0.5)),
+    Config("boosted", "individual filter κ=1.5, cyclic (rounds at 1.5x their share)",
+           dict(individual=1.5, shape="cyclic"), relations=("add_remove",)),
+    Config("boosted", "individual filter κ=2, oblivious T=2, d=2 (levels in the filter)",
+           dict(individual=2.0, shape="oblivious", oblivious_trees=2, depth=2,
+                split_share=0.5), relations=("add_remove",)),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),
@@ -151,7 +158,7 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
             continue
         X, y, bounds = dataset(config.rows)
         for epsilon in EPSILONS:
-            for relation in RELATIONS:
+            for relation in config.relations:
                 budget = [epsilon, 2 * epsilon] if config.sweep else epsilon
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", dpjax.data.DataDependentWarning)

@@ -83,6 +83,7 @@ DPJAX_VARIANTS = {
     "boosted one-hot, random trees d=4": ("boosted", {"shape": "random"}, 0.0, "onehot"),
     "boosted, oblivious trees": ("boosted", {"shape": "oblivious"}, 0.0, "native"),
     "boosted one-hot δ=1e-6, cyclic": ("boosted", {"shape": "cyclic"}, DELTA, "onehot"),
+    "boosted, individual filter κ=1.3": ("boosted", {"individual": 1.3}, 0.0, "native"),
     "malpha": ("malpha", {}, 0.0, "native"),
     "random_trees": ("random_trees", {}, 0.0, "native"),
     "malpha T=20 d=3 O.C": ("malpha", {"n_trees": 20, "depth": 3, "alpha": "oc"}, 0.0,

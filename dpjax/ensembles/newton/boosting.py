@@ -150,6 +150,10 @@ SCOUT_MARGIN = 3.0
 total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε``, the total's
 ``2Δ/ε``), so that small data does not take the Gaussian route by a noisy overcount."""
 SELECT_LABEL = "oblivious splits (level gains)"
+FILTER_LABEL = "rounds and level draws (individual filter)"
+FILTER_MARGIN = 1e-4
+"""The individual filter stops each record at ``(1 − FILTER_MARGIN)·B``: its float32 sums of
+per-round losses (a few hundred, each rounded to ``2⁻²⁴`` relative) stay below ``B``."""
 ROUND_LABELS = {"laplace": "rounds (gradient/hessian sums)",
                 "gaussian": "rounds (gradient/hessian sums, Gaussian)"}
 
@@ -413,6 +417,33 @@ def oblivious_shares(share: ArrayLike, levels: int) -> Shares:
     return ((1.0 - share, 1), (share / levels, levels))
 
 
+def individual_losses(stats: jax.Array, leaves_epsilon: ArrayLike, level_epsilon: ArrayLike,
+                      levels: int) -> jax.Array:
+    """Each record's privacy loss in one round (add/remove), ``[m]``, from its integer
+    contributions ``(g, h)`` (``[m, 2]`` fixed-point units): the Laplace release of the cell
+    sums at ``ε_r`` with L1 sensitivity ``Δ = 2**GRAD_BITS + 2`` units costs it
+    ``ε_r·(|g| + |h|)/Δ`` (its own shift of the sums), and each of ``levels`` permute-and-flip
+    draws at ``ε_l`` over utilities of sensitivity ``2**GRAD_BITS`` costs it ``ε_l·|g|/2**8``
+    (it moves every level gain by at most ``|g|``). ``docs/individual_filter.md``."""
+    g = jnp.abs(stats[:, 0]).astype(jnp.float32)
+    h = jnp.abs(stats[:, 1]).astype(jnp.float32)
+    return (jnp.asarray(leaves_epsilon, jnp.float32) * (g + h) / (GRAD_UNIT + 2)
+            + levels * jnp.asarray(level_epsilon, jnp.float32) * g / GRAD_UNIT)
+
+
+def filter_records(stats: jax.Array, spent: jax.Array, cap: ArrayLike, leaves_epsilon: ArrayLike,
+                   level_epsilon: ArrayLike, levels: int) -> tuple[jax.Array, jax.Array]:
+    """The individual filter (Feldman & Zrnic 2021, pure form): each record's contributions
+    scaled by ``w = min(1, (cap − spent)/loss)`` and truncated towards zero (so ``|w·g|`` never
+    grows), ``w = 0`` once its budget is spent, and the loss it then spends
+    (:func:`individual_losses`), at most ``cap − spent``. Returns ``(stats, loss)``."""
+    full = individual_losses(stats, leaves_epsilon, level_epsilon, levels)
+    left = jnp.maximum(jnp.asarray(cap, jnp.float32) - spent, 0.0)
+    weight = jnp.where(full > left, left / jnp.maximum(full, 1e-30), 1.0)
+    kept = jnp.trunc(weight[:, None] * stats.astype(jnp.float32)).astype(jnp.int32)
+    return kept, individual_losses(kept, leaves_epsilon, level_epsilon, levels)
+
+
 def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
     """A round's noise scale per sum (in rows): the Laplace ``b = Δ/ε_r`` or the Gaussian's
     standard deviation ``σ = g·2**15`` on its grid step ``g``."""
@@ -478,6 +509,13 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                  else np.asarray(context.n_ordered, np.int32))
     max_ordered = max(int(n_ordered.max(initial=0)), 1)
     kinds = noise_kinds(noise, delta)
+    filtered = private and config.individual > 1.0
+    if filtered and sensitivity != 1.0:
+        raise ValueError("individual accounting (individual > 1) bounds each record's loss "
+                         "against the dataset without it: it needs neighbouring='add_remove'")
+    # an individual filter's rounds: a pure schedule, κ times each round's sequential share
+    boost = config.individual if filtered else 1.0
+    schedule_delta = 0.0 if filtered else delta
     if private:
         # the prior's share in each route: pure share·ε, or (Gaussian rounds) share·ρ in zCDP
         fixed = {"laplace": round_down(prior_share * jnp.asarray(epsilon, jnp.float32)),
@@ -491,12 +529,15 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                           most: int = total) -> jax.Array:
                 if kind == "gaussian":
                     return round_rho(epsilon, fixed[kind], rounds, delta)
+                if filtered:
+                    return round_down(boost * round_budget(
+                        epsilon, fixed[kind], rounds, 0.0, "basic"))
                 return round_budget(epsilon, fixed[kind], rounds, delta, config.composition,
                                     shares=shares, most=most)
 
             def rounds_at(cells: ArrayLike, most: int) -> jax.Array:
                 return active_rounds(epsilon, fixed[kind], size, cells, most,
-                                     min_signal=min_signal, delta=delta,
+                                     min_signal=min_signal / boost, delta=schedule_delta,
                                      gaussian=kind == "gaussian")
 
             # one pass at the coarsest cells first (every ordered feature in two); then the
@@ -514,8 +555,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
             if has_oblivious:
                 trees = oblivious_rounds(
                     epsilon, fixed[kind], size, depth, oblivious_trees,
-                    share=traced["split_share"], min_signal=min_signal, delta=delta,
-                    gaussian=kind == "gaussian")
+                    share=traced["split_share"], min_signal=min_signal / boost,
+                    delta=schedule_delta, gaussian=kind == "gaussian")
                 use_oblivious = auto_uses_oblivious(trees, shape)
                 rounds = jnp.where(use_oblivious, trees, rounds)
                 use_random = use_random & ~use_oblivious
@@ -568,6 +609,9 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         scale, select = chosen["scale"], chosen["select"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
         variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
+        # the individual filter: every record's rounds within what the prior leaves
+        filter_budget = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
+        filter_cap = filter_budget * (1.0 - FILTER_MARGIN)
     else:   # without DP "auto" is cyclic
         counts, _, _ = release_counts(k_prior, y, None, sensitivity)
         prior, _ = pooled_prior([(counts, 1.0)])
@@ -600,12 +644,11 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         tree = jnp.minimum(r, feature.shape[0] - 1)
         return leaf_index(feature[tree], threshold[tree], codes)
 
-    def oblivious_cells(score: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
-        """Round ``r``'s oblivious tree, its levels drawn with their own key (the round's
-        key folded with 2, beside its two candidate releases): its cells and ``(feature,
-        threshold, levels' ε)``."""
+    def oblivious_cells(gradient: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
+        """Round ``r``'s oblivious tree over the records' fixed-point gradients, its levels
+        drawn with their own key (the round's key folded with 2, beside its two candidate
+        releases): its cells and ``(feature, threshold, levels' ε)``."""
         k_select = jax.random.fold_in(jax.random.fold_in(k_rounds, r), 2)
-        gradient = fixed_point.to_units(jax.nn.sigmoid(score) - y.astype(jnp.float32))
         tree_feature, tree_threshold, cell, cost = grow_oblivious(
             k_select, codes, gradient, depth, n_codes_per_feature, select, sensitivity)
         return cell, (tree_feature, tree_threshold, cost.epsilon)
@@ -617,35 +660,45 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                                 lambda _: cyclic_cell(f, columns[f]), r)
         return random_cell(r) if has_random else cyclic_cell(f, columns[f])
 
-    def round_cells(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
+    def round_cells(gradient: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
         """A round's cells and, with an oblivious tree (else zeros), its splits and the
         levels' selection budgets."""
         if not has_oblivious:
             return plain_cell(r, f), ()
         if oblivious:
-            return oblivious_cells(score, r)
+            return oblivious_cells(gradient, r)
 
-        def plain_branch(score: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
-            return plain_cell(r, f), zeros_of(oblivious_cells, score, r)[1]
+        def plain_branch(gradient: jax.Array, r: jax.Array) -> tuple[jax.Array, tuple]:
+            return plain_cell(r, f), zeros_of(oblivious_cells, gradient, r)[1]
 
-        return jax.lax.cond(use_oblivious, oblivious_cells, plain_branch, score, r)
+        return jax.lax.cond(use_oblivious, oblivious_cells, plain_branch, gradient, r)
 
-    def round_stats(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
-        """A live round's cells, their gradient/hessian sums and (oblivious trees) the tree
-        and the levels' selection budgets."""
-        cell, split = round_cells(score, r, f)
-        return (cell, jax.ops.segment_sum(gradient_stats(score, y, private), cell, n_cells),
-                *split)
+    def round_stats(score: jax.Array, spent: jax.Array, r: jax.Array,
+                    f: jax.Array) -> tuple[jax.Array, ...]:
+        """A live round's cells, their gradient/hessian sums, each record's loss under the
+        individual filter (:func:`filter_records`; else an empty array) and (oblivious
+        trees) the tree and the levels' selection budgets."""
+        stats = gradient_stats(score, y, private)
+        loss = jnp.zeros((0,), jnp.float32)
+        if filtered:
+            stats, loss = filter_records(stats, spent, filter_cap, plans["laplace"]["budget"],
+                                         select, depth if has_oblivious else 0)
+        gradient = stats[:, 0] if private else fixed_point.to_units(
+            jax.nn.sigmoid(score) - y.astype(jnp.float32))
+        cell, split = round_cells(gradient, r, f)
+        return (cell, jax.ops.segment_sum(stats, cell, n_cells), loss, *split)
 
-    def dead_round(score: jax.Array, r: jax.Array, f: jax.Array) -> tuple[jax.Array, ...]:
-        return zeros_of(round_stats, score, r, f)
+    def dead_round(score: jax.Array, spent: jax.Array, r: jax.Array,
+                   f: jax.Array) -> tuple[jax.Array, ...]:
+        return zeros_of(round_stats, score, spent, r, f)
 
-    def round_r(carry: tuple[jax.Array, jax.Array], r: jax.Array):
-        score, gain = carry
+    def round_r(carry: tuple[jax.Array, jax.Array, jax.Array], r: jax.Array):
+        score, gain, spent = carry
         live = r < rounds
         f = round_feature(r, gain)
         # past the public schedule a round releases nothing and moves nothing: skip its pass
-        cell, sums, *split = jax.lax.cond(live, round_stats, dead_round, score, r, f)
+        cell, sums, loss, *split = jax.lax.cond(live, round_stats, dead_round, score, spent,
+                                                r, f)
         if private:
             # each candidate its own key (the second folded once more); one is output
             k_round = jax.random.fold_in(k_rounds, r)
@@ -664,12 +717,17 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         gain = jnp.where(first_pass, gain.at[f].set(released_gain(sums, ridge, variance)),
                          gain)
         code_move = move[cyclic_cell(f, jnp.arange(n_codes))] if has_cyclic else move
-        return (score + move[cell], gain), (code_move, move, f, cost, split)
+        return (score + move[cell], gain, spent + loss), (code_move, move, f, cost, split)
 
-    start = (jnp.full(codes.shape[0], prior), jnp.full(n_features, -jnp.inf))
+    start = (jnp.full(codes.shape[0], prior), jnp.full(n_features, -jnp.inf),
+             jnp.zeros((codes.shape[0] if filtered else 0,), jnp.float32))
     _, (code_moves, moves, visited, round_costs, splits) = jax.lax.scan(round_r, start,
                                                                         jnp.arange(total))
-    if private:
+    if filtered:    # every round and level draw is in the filter: one record's loss <= B
+        costs[FILTER_LABEL] = Cost(filter_budget, jnp.float32(0.0),
+                                   f"individual filter (rounds at {config.individual:g}x their "
+                                   "share; each record's loss <= its budget)")
+    elif private:
         if has_oblivious:   # [rounds, depth] pure draws (zero past the schedule, elsewhere)
             costs[SELECT_LABEL] = Cost(splits[2], jnp.zeros_like(splits[2]),
                                        f"permute-and-flip (level gain, sens. {sensitivity:g})")

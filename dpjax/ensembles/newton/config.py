@@ -57,7 +57,10 @@ class Boosted(Learner):
     of the optimal composition, :mod:`dpjax.privacy.optimal`); ``"gaussian"`` (``delta > 0``)
     the exact discrete Gaussian; ``"auto"``
     (``delta > 0``) the Gaussian where its public plan pays, decided by a scout count
-    (:mod:`dpjax.ensembles.newton.boosting`)."""
+    (:mod:`dpjax.ensembles.newton.boosting`). ``individual`` ``κ > 1`` (add/remove only) turns
+    on individual privacy accounting (Feldman & Zrnic 2021; ``docs/individual_filter.md``):
+    every round gets ``κ`` times its sequential share and each record's own loss, read off its
+    clipped gradient and hessian, is filtered so that it never exceeds the rounds' budget."""
 
     name: ClassVar[str] = "boosted"
     binary: ClassVar[bool] = True
@@ -76,10 +79,19 @@ class Boosted(Learner):
     focus: int = hyper(6, positive_int(4096))
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
     noise: str = hyper("laplace", choice(*NOISES))
+    individual: float = hyper(1.0, positive_float)
 
     @property
     def composition(self) -> str:
         return "optimal"
+
+    def validate(self) -> None:
+        if self.individual < 1.0:
+            raise ValueError(f"individual must be at least 1 (1: no individual accounting), "
+                             f"got {self.individual!r}")
+        if self.individual > 1.0 and self.noise != "laplace":
+            raise ValueError("individual accounting (individual > 1) filters pure Laplace "
+                             "rounds: use noise='laplace'")
 
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.noise == "gaussian" and delta <= 0.0:
