@@ -20,9 +20,11 @@ Totals (each also bounded by basic composition, and the smaller one holds):
 * ``"zcdp"``: every release of every fit composed in zCDP (pure ``ε``-DP releases are
   ``ε²/2``-zCDP, Gaussian ones carry their ``ρ``) and converted to ``(ε, δ)`` at the total
   ``δ`` (Bun & Steinke 2016, Prop. 1.3 and Lemma 2.3).
-* ``"optimal"``: the pure releases of every fit by their optimal composition (Kairouz, Oh &
-  Viswanath 2015; :mod:`dpjax.privacy.optimal`), the Gaussian ones in zCDP beside them, and
-  never above the zCDP total.
+
+The ``"optimal"`` route of the learners is not offered: the optimal composition holds for
+budgets fixed in advance, and fits chosen one after another (a search, an analyst's next
+question) choose theirs from what came back; each fit's own ledger may use it
+(:mod:`dpjax.privacy.optimal`, "Adaptivity").
 
 A fit is refused when its *requested* ``(ε, δ)``, composed with what was spent, would exceed the
 total; the fit then spends at most what it requested (its ledger never exceeds the request), so
@@ -72,8 +74,7 @@ class BudgetAccountant:
     Args:
       epsilon: the total ``ε`` (``inf``: no limit, only tracking).
       delta: the total ``δ`` in ``[0, 1)``.
-      composition: ``"basic"`` (default), ``"advanced"``, ``"zcdp"`` or ``"optimal"`` (module
-        docstring).
+      composition: ``"basic"`` (default), ``"advanced"`` or ``"zcdp"`` (module docstring).
     """
 
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
@@ -81,6 +82,10 @@ class BudgetAccountant:
         self.epsilon = math.inf if epsilon == math.inf else check_epsilon(epsilon)
         self.delta = check_delta(delta)
         route(composition)
+        if composition == "optimal":
+            raise ValueError("composition='optimal' holds for budgets fixed in advance, and fits "
+                             "accounted one after another choose theirs adaptively: use 'zcdp' "
+                             "(each fit's ledger keeps its own optimal total)")
         if composition != "basic" and self.delta == 0.0:
             raise ValueError(f"composition={composition!r} needs a total delta > 0 (it converts "
                              "to (epsilon, delta)-DP at that delta)")

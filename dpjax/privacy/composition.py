@@ -337,10 +337,12 @@ class Zcdp(Route):
 
 
 class Optimal(Zcdp):
-    """The optimal composition of the pure releases (Kairouz, Oh & Viswanath 2015, Thm 3.3,
-    by randomized-response dominance: :mod:`dpjax.privacy.optimal`), the Gaussian ones (with a
-    ``ρ``) in zCDP beside them; the smaller of that and the zCDP route's total (both hold).
-    Splits take the larger of the zCDP split and the optimal one."""
+    """The optimal composition of one fit's block of repeated pure releases (Kairouz, Oh &
+    Viswanath 2015, Thm 3.3, by randomized-response dominance: :mod:`dpjax.privacy.optimal`),
+    its single releases (a prior, a size: what sets the block's budgets) before it by basic
+    composition, and Gaussian releases (with a ``ρ``) in zCDP beside them; the smaller of that
+    and the zCDP route's total (both hold). Splits take the larger of the zCDP split and the
+    optimal split of what the fixed release leaves (the module's "Adaptivity")."""
 
     name = "optimal"
     PURE_SHARES = (0.5, 0.75, 0.9, 0.99)
@@ -355,10 +357,13 @@ class Optimal(Zcdp):
         left = delta - math.fsum(e.total_delta for e in rest)
         if not pure or left <= 0:
             return zcdp
-        on_top = math.fsum(e.total_epsilon for e in rest)
+        # single releases came first and set the block's budgets: sequential, beside the block
+        on_top = math.fsum(e.total_epsilon for e in rest) + math.fsum(
+            e.total_epsilon for e in pure if e.count == 1)
+        block = [e for e in pure if e.count > 1]
         candidates = [] if zcdp is None else [zcdp[0]]
         for pure_share in (self.PURE_SHARES if gaussian else (1.0,)):
-            exact = composed_epsilon([e.epsilon for e in pure], [e.count for e in pure],
+            exact = composed_epsilon([e.epsilon for e in block], [e.count for e in block],
                                      pure_share * left)
             if exact is not None:
                 candidates.append(exact + on_top + (zcdp_to_dp(
@@ -376,7 +381,8 @@ class Optimal(Zcdp):
                 raise ValueError("the optimal route's split of a traced round count needs "
                                  "its static bound most=") from error
         zcdp = super()._per_round(basic, epsilon, fixed, rounds, delta, shares, most)
-        return jnp.maximum(zcdp, round_epsilon(epsilon, fixed, rounds, delta, most, shares))
+        return jnp.maximum(zcdp, round_epsilon(jnp.maximum(epsilon - fixed, 0.0), rounds, delta,
+                                               most, shares))
 
 
 BASIC, ADVANCED, ZCDP, OPTIMAL = Basic(), Advanced(), Zcdp(), Optimal()

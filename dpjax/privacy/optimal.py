@@ -21,9 +21,20 @@ Two directions, as :mod:`~dpjax.privacy.composition`:
   ``δ(ε) <= δ`` for releases grouped by equal ``ε_j``, the loss's exact distribution
   enumerated over the groups' binomial counts (up to :data:`MAX_SUPPORT` loss values);
 * **split** (:func:`round_epsilon`, float32, traced): the largest per-round ``e`` of ``R``
-  rounds (each a set of releases of shares ``s_k`` of ``e``) beside one ``ε_f`` release whose
-  ``δ`` stays within ``(1 − DELTA_MARGIN)·δ``, by bisection; ``R`` is traced with a static
-  upper bound ``most`` (the support is laid out for it and masked).
+  rounds (each a set of releases of shares ``s_k`` of ``e``) whose ``δ`` stays within
+  ``(1 − DELTA_MARGIN)·δ``, by bisection; ``R`` is traced with a static upper bound ``most``
+  (the support is laid out for it and masked).
+
+**Adaptivity.** The theorem holds for mechanisms chosen adaptively whose budgets ``ε_j`` are
+fixed in advance; it does not hold as such when the budgets themselves depend on earlier
+outputs (that needs a privacy filter, and the optimal composition has none of its tightness).
+So the optimal composition covers one *block* of releases whose budgets are fixed once the
+block starts: a fit's rounds, whose count and budget are set by its released prior or size.
+Releases before the block (the prior, a scout count, a sample size) compose with it
+sequentially: given their output the block is ``(ε_b, δ)``-DP, and a pure ``ε_f`` release
+followed by any such block is ``(ε_f + ε_b, δ)``-DP (``P(S) = Σ_o P_0(o)·P_1(S_o | o)``, with
+``P_0(o) <= e^{ε_f} Q_0(o)`` pointwise). Fits chosen one after another are not one block:
+the budget accountant does not offer this route.
 """
 
 from __future__ import annotations
@@ -119,58 +130,54 @@ def _log_binomial(count: jax.Array, plus: jax.Array) -> jax.Array:
             - jax.lax.lgamma(jnp.maximum(count - plus, 0.0) + 1.0))
 
 
-def sequential(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike) -> jax.Array:
-    """``(ε − ε_f)/R`` rounded down: the split that holds at ``δ = 0``."""
-    return round_down(jnp.maximum(jnp.asarray(epsilon, jnp.float32)
-                                  - jnp.asarray(fixed, jnp.float32), 0.0)
+def sequential(epsilon: ArrayLike, rounds: ArrayLike) -> jax.Array:
+    """``ε/R`` rounded down: the split that holds at ``δ = 0``."""
+    return round_down(jnp.maximum(jnp.asarray(epsilon, jnp.float32), 0.0)
                       / jnp.asarray(rounds, jnp.float32))
 
 
-def round_epsilon(epsilon: ArrayLike, fixed: ArrayLike, rounds: ArrayLike, delta: float,
-                  most: int, shares: Sequence[tuple[ArrayLike, int]] = ((1.0, 1),),
+def round_epsilon(epsilon: ArrayLike, rounds: ArrayLike, delta: float, most: int,
+                  shares: Sequence[tuple[ArrayLike, int]] = ((1.0, 1),),
                   iterations: int = 40) -> jax.Array:
     """The largest per-round ``e`` (rounded down) such that ``R = rounds`` rounds, each made of
-    ``m_k`` releases of ``s_k·e`` per ``(s_k, m_k)`` in ``shares`` (``Σ m_k s_k <= 1``), beside
-    one ``ε_f = fixed`` release, compose to ``(ε, (1 − DELTA_MARGIN)·δ)``-DP by the optimal
-    composition (module docstring); at least the sequential ``(ε − ε_f)/R``. ``R <= most``
+    ``m_k`` releases of ``s_k·e`` per ``(s_k, m_k)`` in ``shares`` (``Σ m_k s_k <= 1``),
+    compose to ``(ε, (1 − DELTA_MARGIN)·δ)``-DP by the optimal composition (module
+    docstring); at least the sequential ``ε/R``. ``R <= most``
     (static: the loss support is laid out for ``most`` rounds and masked past ``R``; past
     ``most`` the sequential split is returned); a
     structure whose support exceeds :data:`SPLIT_SUPPORT` or :data:`MOST_COUNT` releases of a
     share is taken as one ``e``-DP release per round (valid: the round's releases compose to
     ``e``), and past :data:`MOST_COUNT` rounds the split is sequential."""
     if delta <= 0.0:
-        return sequential(epsilon, fixed, rounds)
+        return sequential(epsilon, rounds)
     if (math.prod(most * m + 1 for _, m in shares) * 2 > SPLIT_SUPPORT
             or most * max(m for _, m in shares) > MOST_COUNT):
         shares = ((1.0, 1),)
     if most > MOST_COUNT:
-        return sequential(epsilon, fixed, rounds)
+        return sequential(epsilon, rounds)
     multiplicity = [m for _, m in shares]
     target = (1.0 - DELTA_MARGIN) * delta
 
     @jnp.vectorize
-    def split(epsilon: jax.Array, fixed: jax.Array, rounds: jax.Array,
-              *values: jax.Array) -> jax.Array:
+    def split(epsilon: jax.Array, rounds: jax.Array, *values: jax.Array) -> jax.Array:
         """The scalar split (broadcast over arrays of budgets, counts and shares)."""
-        return _split(epsilon, fixed, rounds, list(zip(values, multiplicity, strict=True)),
-                      target, most, iterations)
+        return _split(epsilon, rounds, list(zip(values, multiplicity, strict=True)), target,
+                      most, iterations)
 
-    return split(jnp.asarray(epsilon, jnp.float32), jnp.asarray(fixed, jnp.float32),
-                 jnp.asarray(rounds, jnp.float32),
+    return split(jnp.asarray(epsilon, jnp.float32), jnp.asarray(rounds, jnp.float32),
                  *(jnp.asarray(s, jnp.float32) for s, _ in shares))
 
 
-def _split(epsilon: jax.Array, fixed: jax.Array, rounds: jax.Array,
-           groups: list[tuple[jax.Array, int]], target: float, most: int,
-           iterations: int) -> jax.Array:
-    """:func:`round_epsilon` for scalar ``ε``, ``ε_f``, ``R`` and shares: bisection between the
-    sequential split (``δ = 0``) and the whole rest."""
-    basic = jnp.maximum(epsilon - fixed, 0.0) / rounds
+def _split(epsilon: jax.Array, rounds: jax.Array, groups: list[tuple[jax.Array, int]],
+           target: float, most: int, iterations: int) -> jax.Array:
+    """:func:`round_epsilon` for scalar ``ε``, ``R`` and shares: bisection between the
+    sequential split (``δ = 0``) and the whole budget."""
+    epsilon = jnp.maximum(epsilon, 0.0)
+    basic = epsilon / rounds
 
     def support(e: jax.Array) -> tuple[jax.Array, jax.Array]:
         loss, log_p = jnp.zeros((1,)), jnp.zeros((1,))
-        layout = [(fixed, jnp.float32(1.0), 1)] + [(share * e, m * rounds, m * most)
-                                                   for share, m in groups]
+        layout = [(share * e, m * rounds, m * most) for share, m in groups]
         for value, count, top in layout:
             plus = jnp.arange(top + 1, dtype=jnp.float32)
             live = plus <= count
@@ -193,7 +200,7 @@ def _split(epsilon: jax.Array, fixed: jax.Array, rounds: jax.Array,
         ok = fits(middle)
         return jnp.where(ok, middle, low), jnp.where(ok, high, middle)
 
-    high = jnp.maximum(epsilon - fixed, basic)
+    high = jnp.maximum(epsilon, basic)
     low, _ = jax.lax.fori_loop(0, iterations, halve, (basic, high))
     # past the static bound the support would be cut short: the sequential split holds
     return round_down(jnp.where(rounds <= most, low, basic))

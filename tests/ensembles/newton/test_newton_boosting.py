@@ -133,7 +133,8 @@ def test_pure_rounds_after_the_prior_stay_within_the_request_in_the_better_view(
     counts, each = newton_split(epsilon, rounds, delta, "laplace", scout)
     assert sum(counts) == pytest.approx(0.1 * epsilon, rel=1e-5)
     basic = sum(counts) + rounds * each
-    optimal = (composed_epsilon([*counts, each], [1] * len(counts) + [rounds], delta)
+    # the counts first (they set the rounds), then the rounds as one block
+    optimal = (sum(counts) + composed_epsilon([each], [rounds], delta)
                if delta > 0 else math.inf)
     assert min(basic, optimal) <= epsilon
     assert min(basic, optimal) >= epsilon * (0.9 if scout else 0.98)
