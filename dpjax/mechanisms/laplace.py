@@ -69,6 +69,23 @@ def _grid_exponent(sensitivity: jax.Array, epsilon: jax.Array,
     return exponent
 
 
+def integer_grid(sensitivity: ArrayLike, epsilon: ArrayLike, coordinates: int,
+                 bound: ArrayLike | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The grid of an exact integer release (:func:`laplace_mechanism` with ``integer=True``):
+    ``(exponent, step, sensitivity_int)``. Integer statistics stay in int32; the grid is the
+    real-valued one floored at 1 (``> 1`` only for a tiny ``ε`` or a bound beyond 28 bits), a
+    grid value is the statistic shifted right by ``exponent``, and on a coarser grid every
+    changed coordinate can cross one more boundary: a shift of ``v`` units moves a coordinate's
+    grid value by at most ``ceil(|v|/step)``, and the release's integer sensitivity is
+    ``ceil(Δ/step)`` plus ``coordinates − 1`` when ``step > 1``."""
+    sensitivity = jnp.asarray(sensitivity, jnp.float32)
+    exponent = jnp.maximum(_grid_exponent(sensitivity, jnp.asarray(epsilon, jnp.float32),
+                                          bound), 0)
+    step = jnp.ldexp(jnp.float32(1.0), exponent)
+    sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, coordinates - 1, 0)
+    return exponent, step, sensitivity_int
+
+
 def grid_step(sensitivity: ArrayLike, epsilon: ArrayLike, bound: ArrayLike | None) -> jax.Array:
     """The power-of-two grid ``g`` of a real-valued release: ``Δ·2**−j`` rounded down to a
     power of two, ``j = clip(floor(log2 ε) + 20, 0, GRID_BITS)`` (a coarser grid when ``ε`` is
@@ -120,12 +137,7 @@ def laplace_mechanism(
     batch_shape = value.shape[:value.ndim - event_ndim]
     coordinates = math.prod(value.shape[value.ndim - event_ndim:])
     if integer:
-        # exact integer statistics stay in int32: the grid is the real-valued one floored at 1
-        # (> 1 only for a tiny ε or a bound beyond 28 bits), the grid value an arithmetic shift
-        exponent = jnp.maximum(_grid_exponent(sensitivity, epsilon, bound), 0)
-        step = jnp.ldexp(jnp.float32(1.0), exponent)
-        # on a coarser grid every changed coordinate can cross one more boundary
-        sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, coordinates - 1, 0)
+        exponent, step, sensitivity_int = integer_grid(sensitivity, epsilon, coordinates, bound)
         grid_value = jnp.right_shift(value.astype(jnp.int32), exponent)
     else:
         if bound is None:

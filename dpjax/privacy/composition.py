@@ -365,10 +365,9 @@ class Optimal(Zcdp):
         for pure_share in (self.PURE_SHARES if gaussian else (1.0,)):
             exact = composed_epsilon([e.epsilon for e in block], [e.count for e in block],
                                      pure_share * left)
-            if exact is not None:
-                candidates.append(exact + on_top + (zcdp_to_dp(
-                    zcdp_rho(gaussian), (1.0 - pure_share) * left) if gaussian else 0.0))
-        return (min(candidates), delta) if candidates else None
+            candidates.append(exact + on_top + (zcdp_to_dp(
+                zcdp_rho(gaussian), (1.0 - pure_share) * left) if gaussian else 0.0))
+        return min(candidates), delta
 
     def _per_round(self, basic: jax.Array, epsilon: jax.Array, fixed: jax.Array,
                    rounds: jax.Array, delta: float, shares: Shares,

@@ -52,7 +52,7 @@ from dpjax.privacy.rounding import round_down
 
 MAX_SUPPORT = 2**20
 """The most loss values :func:`composed_epsilon` enumerates (the product of the groups'
-``count + 1``); beyond it the route does not apply (``None``) and the caller falls back."""
+``count + 1``); beyond it the releases are grouped (:func:`coarser_groups`)."""
 SPLIT_SUPPORT = 2**16
 """The most loss values :func:`round_epsilon` lays out; a round structure beyond it is split as
 one release of ``e`` per round (a valid, looser bound: the round is ``e``-DP)."""
@@ -94,11 +94,20 @@ def support_size(groups: Sequence[tuple[float, int]]) -> int:
     return math.prod(count + 1 for _, count in groups)
 
 
-def composed_epsilon(epsilons: Sequence[float], counts: Sequence[int],
-                     delta: float) -> float | None:
+def coarser_groups(groups: Sequence[tuple[float, int]]) -> list[tuple[float, int]]:
+    """The releases partitioned into ``k = gcd(counts)`` equal parts (a fit's rounds, when
+    each round is one release of every group): each part is one release of ``Σ ε_j·c_j/k``.
+    ``RR(a)⊗RR(b)`` is ``(a + b)``-DP, so ``RR(a + b)`` dominates it: the coarser composition
+    is a valid, looser bound, with ``k + 1`` loss values."""
+    k = math.gcd(*(count for _, count in groups))
+    return [(math.fsum(epsilon * count for epsilon, count in groups) / k, k)]
+
+
+def composed_epsilon(epsilons: Sequence[float], counts: Sequence[int], delta: float) -> float:
     """The smallest ``ε`` at which ``counts[j]`` releases of ``epsilons[j]``-DP each compose to
     ``(ε, δ)``-DP (module docstring; the upper end of a bisection to ``10⁻¹²`` relative, never
-    above the sequential ``Σ``), or ``None`` beyond :data:`MAX_SUPPORT` loss values."""
+    above the sequential ``Σ``); beyond :data:`MAX_SUPPORT` loss values the releases are
+    grouped (:func:`coarser_groups`), and if that is still too many the sequential sum holds."""
     merged: dict[float, int] = {}
     for epsilon, count in zip(epsilons, counts, strict=True):
         if epsilon > 0 and count > 0:
@@ -108,7 +117,9 @@ def composed_epsilon(epsilons: Sequence[float], counts: Sequence[int],
     if not groups or not 0.0 < delta < 1.0:
         return total
     if support_size(groups) > MAX_SUPPORT:
-        return None
+        groups = coarser_groups(groups)
+        if support_size(groups) > MAX_SUPPORT:
+            return total
     loss, log_p = loss_distribution(groups)
     low, high = 0.0, total
     if hockey_stick(low, loss, log_p) <= delta:
@@ -206,5 +217,6 @@ def _split(epsilon: jax.Array, rounds: jax.Array, groups: list[tuple[jax.Array, 
     return round_down(jnp.where(rounds <= most, low, basic))
 
 
-__all__ = ["DELTA_MARGIN", "MAX_SUPPORT", "MOST_COUNT", "SPLIT_SUPPORT", "composed_epsilon",
-           "hockey_stick", "loss_distribution", "round_epsilon", "sequential", "support_size"]
+__all__ = ["DELTA_MARGIN", "MAX_SUPPORT", "MOST_COUNT", "SPLIT_SUPPORT", "coarser_groups",
+           "composed_epsilon", "hockey_stick", "loss_distribution", "round_epsilon", "sequential",
+           "support_size"]

@@ -17,10 +17,13 @@ from dpjax.privacy import BudgetAccountant, LedgerEntry, PrivacyLedger
 from dpjax.privacy.composition import BASIC, OPTIMAL, ZCDP, round_budget
 from dpjax.privacy.optimal import (
     DELTA_MARGIN,
+    MAX_SUPPORT,
+    coarser_groups,
     composed_epsilon,
     hockey_stick,
     loss_distribution,
     round_epsilon,
+    support_size,
 )
 
 common = pytest.importorskip("dp_accounting.pld.common")
@@ -72,9 +75,16 @@ def test_composed_epsilon_agrees_with_dp_accounting(groups, delta):
     assert ours <= math.fsum(e * c for e, c in groups)
 
 
-def test_composed_epsilon_is_basic_without_delta_and_none_beyond_the_support():
+def test_composed_epsilon_is_basic_without_delta_and_groups_beyond_the_support():
+    """Without ``δ`` the sum; past :data:`MAX_SUPPORT` loss values the releases are grouped by
+    rounds (the gcd of the counts), a valid bound between the exact and the sequential one."""
     assert composed_epsilon([0.1, 0.2], [3, 2], 0.0) == pytest.approx(0.7)
-    assert composed_epsilon([0.1 + 1e-3 * j for j in range(12)], [9] * 12, 1e-6) is None
+    epsilons, counts = [0.01 + 1e-4 * j for j in range(6)], [40] * 6
+    assert support_size(list(zip(epsilons, counts, strict=True))) > MAX_SUPPORT
+    grouped = composed_epsilon(epsilons, counts, 1e-6)
+    assert grouped == composed_epsilon([sum(epsilons)], [40], 1e-6)
+    assert grouped < 40 * sum(epsilons)
+    assert coarser_groups([(0.1, 8), (0.05, 32)]) == [(pytest.approx(0.3), 8)]
 
 
 SPLITS = list(itertools.product([0.1, 1.0, 10.0], [1, 8, 30, 120], [1e-6, 1e-4]))

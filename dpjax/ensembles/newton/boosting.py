@@ -103,13 +103,14 @@ from jax.typing import ArrayLike
 
 from dpjax.ensembles.newton.model import NewtonBoostedModel
 from dpjax.learner import FitContext
+from dpjax.mechanisms.exponential import GAMMA_SLACK
 from dpjax.mechanisms.gaussian import (
     NOISE_BITS_SCALE,
     free_bound,
     gaussian_grid_step,
     gaussian_mechanism,
 )
-from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.laplace import integer_grid, laplace_mechanism
 from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
     WHOLE,
@@ -154,8 +155,15 @@ total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε`
 SELECT_LABEL = "oblivious splits (level gains)"
 FILTER_LABEL = "rounds and level draws (individual filter)"
 FILTER_MARGIN = 1e-4
-"""The individual filter stops each record at ``(1 − FILTER_MARGIN)·B``: its float32 sums of
-per-round losses (a few hundred, each rounded to ``2⁻²⁴`` relative) stay below ``B``."""
+"""The least relative margin of the individual filter's cap (:func:`filter_margin`)."""
+
+
+def filter_margin(rounds: int, levels: int) -> float:
+    """The individual filter stops each record at ``(1 − margin)·B``: a record's float32
+    running sum of per-round losses (``rounds`` additions, each loss a few float32 operations
+    over up to ``levels + 1`` terms) is within ``(rounds·(levels + 4) + 1)·2⁻²³`` of ``B``
+    relative, so at least :data:`FILTER_MARGIN`, more for thousands of rounds (static)."""
+    return max(FILTER_MARGIN, (rounds * (levels + 4) + 1) * 2.0**-23)
 ROUND_LABELS = {"laplace": "rounds (gradient/hessian sums)",
                 "gaussian": "rounds (gradient/hessian sums, Gaussian)"}
 
@@ -420,30 +428,46 @@ def oblivious_shares(share: ArrayLike, levels: int) -> Shares:
 
 
 def individual_losses(stats: jax.Array, leaves_epsilon: ArrayLike, level_epsilon: ArrayLike,
-                      levels: int) -> jax.Array:
+                      levels: int, cells: int) -> jax.Array:
     """Each record's privacy loss in one round (add/remove), ``[m]``, from its integer
-    contributions ``(g, h)`` (``[m, 2]`` fixed-point units): the Laplace release of the cell
-    sums at ``ε_r`` with L1 sensitivity ``Δ = 2**GRAD_BITS + 2`` units costs it
-    ``ε_r·(|g| + |h|)/Δ`` (its own shift of the sums), and each of ``levels`` permute-and-flip
-    draws at ``ε_l`` over utilities of sensitivity ``2**GRAD_BITS`` costs it ``ε_l·|g|/2**8``
-    (it moves every level gain by at most ``|g|``). ``docs/individual_filter.md``."""
+    contributions ``(g, h)`` (``[m, 2]`` fixed-point units), ``docs/individual_filter.md``:
+
+    * the exact Laplace release of the ``[cells, 2]`` sums at ``ε_r`` (L1 sensitivity
+      ``Δ = 2**GRAD_BITS + 2`` units) on its integer grid of step ``s`` and sensitivity
+      ``Δ_s`` (:func:`dpjax.mechanisms.laplace.integer_grid`: ``s = 1``, ``Δ_s = Δ`` unless
+      ``ε_r`` is tiny) costs it ``ε_r·(⌈|g|/s⌉ + ⌈|h|/s⌉)/Δ_s``: its own shift of its cell's
+      two grid values, at the noise's rate per grid unit (at most ``ε_r/Δ_s``);
+    * each of ``levels`` permute-and-flip draws at ``ε_l`` over utilities of sensitivity
+      ``2**GRAD_BITS`` costs it ``ε_l·|g|/2**8 + σ`` where ``g ≠ 0`` (it moves every level gain
+      by at most ``|g|``; ``σ`` the draw's float slack,
+      :data:`dpjax.mechanisms.exponential.GAMMA_SLACK`)."""
+    leaves_epsilon = jnp.asarray(leaves_epsilon, jnp.float32)
+    _, step, sensitivity_int = integer_grid(round_sensitivity(1.0) * GRAD_UNIT, leaves_epsilon,
+                                            2 * cells)
     g = jnp.abs(stats[:, 0]).astype(jnp.float32)
     h = jnp.abs(stats[:, 1]).astype(jnp.float32)
-    return (jnp.asarray(leaves_epsilon, jnp.float32) * (g + h) / (GRAD_UNIT + 2)
-            + levels * jnp.asarray(level_epsilon, jnp.float32) * g / GRAD_UNIT)
+    leaves = leaves_epsilon * (jnp.ceil(g / step) + jnp.ceil(h / step)) / sensitivity_int
+    draws = levels * (jnp.asarray(level_epsilon, jnp.float32) * g / GRAD_UNIT
+                      + jnp.where(g > 0, GAMMA_SLACK, 0.0))
+    return leaves + jnp.where(jnp.asarray(level_epsilon) > 0, draws, 0.0)
 
 
 def filter_records(stats: jax.Array, spent: jax.Array, cap: ArrayLike, leaves_epsilon: ArrayLike,
-                   level_epsilon: ArrayLike, levels: int) -> tuple[jax.Array, jax.Array]:
+                   level_epsilon: ArrayLike, levels: int,
+                   cells: int) -> tuple[jax.Array, jax.Array]:
     """The individual filter (Feldman & Zrnic 2021, pure form): each record's contributions
     scaled by ``w = min(1, (cap − spent)/loss)`` and truncated towards zero (so ``|w·g|`` never
     grows), ``w = 0`` once its budget is spent, and the loss it then spends
     (:func:`individual_losses`), at most ``cap − spent``. Returns ``(stats, loss)``."""
-    full = individual_losses(stats, leaves_epsilon, level_epsilon, levels)
+    full = individual_losses(stats, leaves_epsilon, level_epsilon, levels, cells)
     left = jnp.maximum(jnp.asarray(cap, jnp.float32) - spent, 0.0)
     weight = jnp.where(full > left, left / jnp.maximum(full, 1e-30), 1.0)
     kept = jnp.trunc(weight[:, None] * stats.astype(jnp.float32)).astype(jnp.int32)
-    return kept, individual_losses(kept, leaves_epsilon, level_epsilon, levels)
+    loss = individual_losses(kept, leaves_epsilon, level_epsilon, levels, cells)
+    # a loss that is not proportional (a coarse grid's ceilings, a draw's slack) may still
+    # exceed what is left after scaling: such a record sits the round out
+    over = loss > left
+    return jnp.where(over[:, None], 0, kept), jnp.where(over, 0.0, loss)
 
 
 def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
@@ -613,7 +637,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
         # the individual filter: every record's rounds within what the prior leaves
         filter_budget = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
-        filter_cap = filter_budget * (1.0 - FILTER_MARGIN)
+        filter_cap = filter_budget * (1.0 - filter_margin(total, depth if has_oblivious else 0))
     else:   # without DP "auto" is cyclic
         counts, _, _ = release_counts(k_prior, y, None, sensitivity)
         prior, _ = pooled_prior([(counts, 1.0)])
@@ -684,7 +708,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         loss = jnp.zeros((0,), jnp.float32)
         if filtered:
             stats, loss = filter_records(stats, spent, filter_cap, plans["laplace"]["budget"],
-                                         select, depth if has_oblivious else 0)
+                                         select, depth if has_oblivious else 0, n_cells)
         gradient = stats[:, 0] if private else fixed_point.to_units(
             jax.nn.sigmoid(score) - y.astype(jnp.float32))
         cell, split = round_cells(gradient, r, f)
@@ -726,7 +750,14 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     _, (code_moves, moves, visited, round_costs, splits) = jax.lax.scan(round_r, start,
                                                                         jnp.arange(total))
     if filtered:    # every round and level draw is in the filter: one record's loss <= B
-        costs[FILTER_LABEL] = Cost(filter_budget, jnp.float32(0.0),
+        # a round or draw whose budget is beyond its sampler (a NaN cost) is not releasable:
+        # the NaN reaches the ledger, which refuses it, as the unfiltered costs do
+        spent_costs = [c.epsilon for c in jax.tree.leaves(
+            round_costs, is_leaf=lambda c: isinstance(c, Cost))] + (
+            [splits[2]] if has_oblivious else [])
+        unreleasable = jnp.any(jnp.stack([jnp.any(jnp.isnan(c)) for c in spent_costs]))
+        costs[FILTER_LABEL] = Cost(jnp.where(unreleasable, jnp.nan, filter_budget),
+                                   jnp.float32(0.0),
                                    f"individual filter (rounds at {config.individual:g}x their "
                                    "share; each record's loss <= its budget)")
     elif private:
