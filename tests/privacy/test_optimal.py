@@ -186,3 +186,24 @@ def test_round_budget_routes_the_shares(composition):
     want = float((OPTIMAL if composition == "optimal" else ZCDP).per_round(
         1.0, 0.1, 8, 1e-6, shares, 8))
     assert got == want
+
+
+@pytest.mark.parametrize("weak_learner", ["stump", "tree"])
+def test_smooth_boosting_takes_the_optimal_route_within_its_request(weak_learner):
+    """``smooth_boost(accounting="optimal")``: its rounds get at least the zCDP route's budget
+    and the ledger (the released size, then the rounds as one block) stays within ``ε``."""
+    import pandas as pd
+
+    import dpjax
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.uniform(0, 1, 300), "b": rng.uniform(0, 1, 300)})
+    y = (X.a > 0.5).astype(int).to_numpy()
+    bounds = {"a": (0.0, 1.0), "b": (0.0, 1.0)}
+    per_round = {}
+    for accounting in ("zcdp", "optimal"):
+        model = dpjax.fit(X, y, method="smooth_boost", epsilon=1.0, delta=1e-6, bounds=bounds,
+                          key=0, accounting=accounting, weak_learner=weak_learner,
+                          n_rounds=30, min_signal=1e-3)
+        assert model.privacy.epsilon <= 1.0
+        per_round[accounting] = max(e.epsilon for e in model.privacy.entries if e.count > 1)
+    assert per_round["optimal"] > per_round["zcdp"]

@@ -81,9 +81,11 @@ class SmoothBoost(Learner):
     :func:`~dpjax.ensembles.smooth_boost.boosting.affordable_rounds` (at most
     ``n_rounds``; later rounds abstain). ``accounting`` composes the rounds: ``"basic"``
     (``ε/R`` each), ``"advanced"`` (Dwork–Rothblum–Vadhan, with the requested ``δ``),
-    ``"zcdp"`` (each ``ε_0``-DP round is ``ε_0²/2``-zCDP), or ``"auto"`` (zCDP; basic when
-    ``δ = 0``). Each route gives a round the larger of its own and the basic budget, and the
-    ledger reports the smaller of basic composition and the route's total.
+    ``"zcdp"`` (each ``ε_0``-DP round is ``ε_0²/2``-zCDP), ``"optimal"`` (the rounds'
+    releases as one block by the optimal composition of pure releases, after the released
+    size, :mod:`dpjax.privacy.optimal`), or ``"auto"`` (zCDP; basic when ``δ = 0``). Each
+    route gives a round the larger of its own and the basic budget, and the ledger reports
+    the smaller of basic composition and the route's total.
 
     Defaults: Asadi et al.'s most frequent settings (``κ = 0.35``; ``λ = 0.5``, their 0.25 in
     the margin form), not tuned on the data being fitted; ``n_rounds`` and ``min_signal``
@@ -102,9 +104,7 @@ class SmoothBoost(Learner):
     tree_splits: int = hyper(2, positive_int(64))
     leaf_share: float = hyper(0.1, unit_interval(open_high=True))
     calibration: str = hyper("provable", choice(*CALIBRATIONS))
-    # the optimal route covers a block of releases with budgets fixed in advance; smooth
-    # boosting's rounds may abstain (a data-dependent count of releases): not offered
-    accounting: str = hyper("auto", choice("auto", *(r for r in ROUTES if r != "optimal")))
+    accounting: str = hyper("auto", choice("auto", *ROUTES))
 
     def validate(self) -> None:
         if self.calibration != "provable" and self.weak_learner != "tree":
