@@ -46,7 +46,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
-from scipy.special import gammaln
 
 from dpjax.privacy.rounding import round_down
 
@@ -74,13 +73,20 @@ def loss_distribution(groups: Sequence[tuple[float, int]]) -> tuple[np.ndarray, 
     :func:`support_size` values."""
     loss, log_p = np.zeros(1), np.zeros(1)
     for epsilon, count in groups:
-        plus = np.arange(count, -1, -1, dtype=np.float64)      # signs +1 among the count
+        plus = np.arange(count, -1, -1)      # signs +1 among the count
         group_loss = (2.0 * plus - count) * epsilon
-        group_log_p = (gammaln(count + 1.0) - gammaln(plus + 1.0) - gammaln(count - plus + 1.0)
-                       + plus * epsilon - count * np.logaddexp(0.0, epsilon))
+        group_log_p = (log_binomials(count)[plus] + plus * epsilon
+                       - count * np.logaddexp(0.0, epsilon))
         loss = (loss[:, None] + group_loss[None, :]).ravel()
         log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
     return loss, log_p
+
+
+def log_binomials(count: int) -> np.ndarray:
+    """``log C(count, k)`` for ``k = 0..count`` (float64), as running sums of
+    ``log((count − j + 1)/j)`` (no scipy: fitting loads none)."""
+    j = np.arange(1, count + 1, dtype=np.float64)
+    return np.concatenate([[0.0], np.cumsum(np.log(count - j + 1.0) - np.log(j))])
 
 
 def hockey_stick(epsilon: float, loss: np.ndarray, log_p: np.ndarray) -> float:
@@ -218,5 +224,5 @@ def _split(epsilon: jax.Array, rounds: jax.Array, groups: list[tuple[jax.Array, 
 
 
 __all__ = ["DELTA_MARGIN", "MAX_SUPPORT", "MOST_COUNT", "SPLIT_SUPPORT", "coarser_groups",
-           "composed_epsilon", "hockey_stick", "loss_distribution", "round_epsilon", "sequential",
-           "support_size"]
+           "composed_epsilon", "hockey_stick", "log_binomials", "loss_distribution",
+           "round_epsilon", "sequential", "support_size"]
