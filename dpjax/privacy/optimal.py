@@ -159,12 +159,11 @@ def round_epsilon(epsilon: ArrayLike, rounds: ArrayLike, delta: float, most: int
     """The largest per-round ``e`` (rounded down) such that ``R = rounds`` rounds, each made of
     ``m_k`` releases of ``s_k·e`` per ``(s_k, m_k)`` in ``shares`` (``Σ m_k s_k <= 1``),
     compose to ``(ε, (1 − DELTA_MARGIN)·δ)``-DP by the optimal composition (module
-    docstring); at least the sequential ``ε/R``. ``R <= most``
-    (static: the loss support is laid out for ``most`` rounds and masked past ``R``; past
-    ``most`` the sequential split is returned); a
-    structure whose support exceeds :data:`SPLIT_SUPPORT` or :data:`MOST_COUNT` releases of a
-    share is taken as one ``e``-DP release per round (valid: the round's releases compose to
-    ``e``), and past :data:`MOST_COUNT` rounds the split is sequential."""
+    docstring); at least the sequential ``ε/R``. ``R <= most`` (static: the loss support is
+    laid out for ``most`` rounds and masked past ``R``; past ``most`` the sequential split is
+    returned); a structure whose support exceeds :data:`SPLIT_SUPPORT` or :data:`MOST_COUNT`
+    releases of a share is taken as one ``e``-DP release per round (valid: the round's
+    releases compose to ``e``), and past :data:`MOST_COUNT` rounds the split is sequential."""
     if delta <= 0.0:
         return sequential(epsilon, rounds)
     if (math.prod(most * m + 1 for _, m in shares) * 2 > SPLIT_SUPPORT
@@ -192,16 +191,21 @@ def _split(epsilon: jax.Array, rounds: jax.Array, groups: list[tuple[jax.Array, 
     epsilon = jnp.maximum(epsilon, 0.0)
     basic = epsilon / rounds
 
+    # each group's counts of +1 signs and their log-binomials do not depend on e: laid out once
+    layout = []
+    for share, m in groups:
+        count = m * rounds
+        plus = jnp.arange(m * most + 1, dtype=jnp.float32)
+        live = plus <= count
+        layout.append((share, count, plus, live, jnp.where(live, _log_binomial(count, plus), 0.0)))
+
     def support(e: jax.Array) -> tuple[jax.Array, jax.Array]:
         loss, log_p = jnp.zeros((1,)), jnp.zeros((1,))
-        layout = [(share * e, m * rounds, m * most) for share, m in groups]
-        for value, count, top in layout:
-            plus = jnp.arange(top + 1, dtype=jnp.float32)
-            live = plus <= count
+        for share, count, plus, live, log_binomial in layout:
+            value = share * e
             group_loss = (2.0 * plus - count) * value
             group_log_p = jnp.where(
-                live, _log_binomial(count, plus) + plus * value
-                - count * jax.nn.softplus(value), -jnp.inf)
+                live, log_binomial + plus * value - count * jax.nn.softplus(value), -jnp.inf)
             loss = (loss[:, None] + group_loss[None, :]).ravel()
             log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
         return loss, log_p
