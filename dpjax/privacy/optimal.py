@@ -166,7 +166,7 @@ def round_epsilon(epsilon: ArrayLike, rounds: ArrayLike, delta: float, most: int
     releases compose to ``e``), and past :data:`MOST_COUNT` rounds the split is sequential."""
     if delta <= 0.0:
         return sequential(epsilon, rounds)
-    if (math.prod(most * m + 1 for _, m in shares) * 2 > SPLIT_SUPPORT
+    if (math.prod(most * m + 1 for _, m in shares) > SPLIT_SUPPORT
             or most * max(m for _, m in shares) > MOST_COUNT):
         shares = ((1.0, 1),)
     if most > MOST_COUNT:
