@@ -11,8 +11,10 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
+import dpjax
 from dpjax.privacy import BudgetAccountant, LedgerEntry, PrivacyLedger
 from dpjax.privacy.composition import BASIC, OPTIMAL, ZCDP, round_budget
 from dpjax.privacy.optimal import (
@@ -192,9 +194,6 @@ def test_round_budget_routes_the_shares(composition):
 def test_smooth_boosting_takes_the_optimal_route_within_its_request(weak_learner):
     """``smooth_boost(accounting="optimal")``: its rounds get at least the zCDP route's budget
     and the ledger (the released size, then the rounds as one block) stays within ``ε``."""
-    import pandas as pd
-
-    import dpjax
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": rng.uniform(0, 1, 300), "b": rng.uniform(0, 1, 300)})
     y = (X.a > 0.5).astype(int).to_numpy()
