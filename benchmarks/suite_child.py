@@ -12,10 +12,16 @@ Tasks (``"task"`` in the JSON):
 * ``synthetic_fit``: ``rows``, ``features``, ``repeats`` and ``fits`` (a list of
   ``{"method", "params"}``): generate :func:`benchmarks.suite_common.synthetic` data once, then
   for each fit its first (compiling) call and ``repeats`` warm calls.
+* ``size_series``: ``method``, ``params``, ``features`` and ``sizes`` (a list of
+  ``{"rows", "repeats"}``, rows ascending): generate the largest synthetic table once, then fit
+  its first ``rows`` rows at each size (a first, compiling call and ``repeats`` warm calls),
+  with the device's peak memory after each size (``benchmarks/device_check.py``); the result
+  file is written after each size, so a timeout keeps the sizes done.
 
 The result holds seconds (wall and ``Model.timings``), accuracies and the peak resident memory
 (MB, :func:`benchmarks.suite_common.max_rss_mb`: ``VmHWM``; and ``ru_maxrss``, which on Linux
-also counts the parent's resident size at the fork) at the points named in it. Called only by
+also counts the parent's resident size at the fork) at the points named in it, and the device's
+peak allocation where the backend reports one. Called only by
 :func:`benchmarks.suite_common.run_child`.
 """
 
@@ -66,6 +72,7 @@ def fit_series(X: Any, y: Any, fit_kwargs: dict[str, Any], repeats: int,
     if repeats:
         log(f"warm fit {harness.median(out['warm_wall_s']):.3f}s "
             f"(run {harness.median(out['warm_run_s']):.3f}s) over {repeats}")
+    out["device_peak_mb"], out["device_limit_mb"] = suite_common.device_memory_mb()
     return out
 
 
@@ -83,23 +90,48 @@ def a9a_fit(task: dict[str, Any]) -> dict[str, Any]:
     return {**result, "load_s": load_s, "cache_dir": str(dpjax.compilation_cache.directory())}
 
 
-def synthetic_fit(task: dict[str, Any]) -> dict[str, Any]:
-    m, n = int(task["rows"]), int(task["features"])
+def synthetic_kwargs(method: str, params: dict[str, Any], n: int) -> dict[str, Any]:
+    """``dpjax.fit`` arguments for :func:`benchmarks.suite_common.synthetic` data: ε = 1, the
+    declared bounds ``[0, 9]``, classes and one bin per value."""
+    return {"method": method, "epsilon": 1.0,
+            "bounds": ([0] * n, [suite_common.SYNTHETIC_CODES - 1] * n), "classes": (0, 1),
+            "n_bins": suite_common.SYNTHETIC_CODES, **params}
+
+
+def synthetic_data(m: int, n: int) -> tuple[Any, Any, dict[str, Any]]:
     (X, y), gen_s = harness.timed(lambda: suite_common.synthetic(m, n))
-    out: dict[str, Any] = {"gen_s": gen_s, "rss_after_data_mb": suite_common.max_rss_mb(),
-                           "fits": []}
+    out: dict[str, Any] = {"gen_s": gen_s, "rss_after_data_mb": suite_common.max_rss_mb()}
     log(f"synthetic {m} x {n} in {gen_s:.1f}s, rss {out['rss_after_data_mb']:.0f} MB")
+    return X, y, out
+
+
+def synthetic_fit(task: dict[str, Any]) -> dict[str, Any]:
+    n = int(task["features"])
+    X, y, out = synthetic_data(int(task["rows"]), n)
+    out["fits"] = []
     for fit in task["fits"]:
-        fit_kwargs = {"method": fit["method"], "epsilon": 1.0,
-                      "bounds": ([0] * n, [suite_common.SYNTHETIC_CODES - 1] * n),
-                      "classes": (0, 1), "n_bins": suite_common.SYNTHETIC_CODES,
-                      **fit["params"]}
         log(f"{fit['method']} {suite_common.params_text(fit['params'])}")
-        out["fits"].append(fit_series(X, y, fit_kwargs, int(task["repeats"])))
+        out["fits"].append(fit_series(X, y, synthetic_kwargs(fit["method"], fit["params"], n),
+                                      int(task["repeats"])))
     return out
 
 
-TASKS = {"a9a_fit": a9a_fit, "synthetic_fit": synthetic_fit}
+def size_series(task: dict[str, Any]) -> dict[str, Any]:
+    n, sizes = int(task["features"]), task["sizes"]
+    X, y, out = synthetic_data(max(int(size["rows"]) for size in sizes), n)
+    fit_kwargs = synthetic_kwargs(task["method"], task["params"], n)
+    out["sizes"] = []
+    for size in sizes:
+        m = int(size["rows"])
+        log(f"{task['method']} at {m} rows")
+        out["sizes"].append({"rows": m, **fit_series(X[:m], y[:m], fit_kwargs,
+                                                     int(size["repeats"]))})
+        # the sizes done so far, kept should a later size outlast the parent's timeout
+        Path(task["result_path"]).write_text(json.dumps(out))
+    return out
+
+
+TASKS = {"a9a_fit": a9a_fit, "synthetic_fit": synthetic_fit, "size_series": size_series}
 
 
 def main(argv: list[str]) -> int:
@@ -111,7 +143,8 @@ def main(argv: list[str]) -> int:
             result = TASKS[task["task"]](task)
     except Exception as error:  # reported as the row's status by the parent
         traceback.print_exc(file=sys.stderr)
-        result = {"error": f"{type(error).__name__}: {error}"}
+        partial = json.loads(out.read_text()) if out.exists() else {}  # a series' sizes done
+        result = {**partial, "error": f"{type(error).__name__}: {error}"}
     result.update(import_s=IMPORT_S, max_rss_mb=suite_common.max_rss_mb(),
                   ru_maxrss_mb=suite_common.ru_maxrss_mb(),
                   child_wall_s=time.perf_counter() - _START)

@@ -162,6 +162,17 @@ def max_rss_mb() -> float:
     return ru_maxrss_mb()
 
 
+def device_memory_mb() -> tuple[float | None, float | None]:
+    """``(peak bytes in use, bytes the allocator may hold)`` of the first JAX device, in MB, from
+    its allocator's ``memory_stats()`` (GPUs and TPUs keep them; ``(None, None)`` where the
+    backend keeps none, as on CPU). The peak is the process's high-water mark so far."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    peak, limit = stats.get("peak_bytes_in_use"), stats.get("bytes_limit")
+    return (None if peak is None else peak / 2**20, None if limit is None else limit / 2**20)
+
+
 def ru_maxrss_mb() -> float:
     """``getrusage(RUSAGE_SELF).ru_maxrss`` in MB (kB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -211,10 +222,11 @@ def run_child(task: dict[str, Any], timeout_s: float,
               env: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Run ``task`` with ``benchmarks/suite_child.py`` in a fresh interpreter (``env`` added to
     this process's environment, ``None`` values removed from it; its progress goes to stderr)
-    and return its JSON result; on a crash or a timeout, ``{"error": "..."}``."""
+    and return its JSON result; on a crash or a timeout, ``{"error": "..."}`` (with what the
+    child wrote so far, if anything: ``task["result_path"]`` names its result file)."""
     with tempfile.TemporaryDirectory(prefix="dpjax-suite-task-") as folder:
         spec, out = Path(folder) / "task.json", Path(folder) / "result.json"
-        spec.write_text(json.dumps(task))
+        spec.write_text(json.dumps({**task, "result_path": str(out)}))
         child_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
         child_env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -223,7 +235,8 @@ def run_child(task: dict[str, Any], timeout_s: float,
                 [sys.executable, "-m", "benchmarks.suite_child", str(spec), str(out)],
                 cwd=REPO, env=child_env, timeout=timeout_s, stdout=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {timeout_s:.0f} s"}
+            partial = json.loads(out.read_text()) if out.exists() else {}
+            return {**partial, "error": f"timed out after {timeout_s:.0f} s"}
         if out.exists():
             return json.loads(out.read_text())
         return {"error": f"child exited with status {completed.returncode} and no result"}

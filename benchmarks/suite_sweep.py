@@ -20,11 +20,14 @@ from benchmarks.suite_common import A9A_FIT, Section, Settings, fmt_ratio, load_
 METHODS = ("malpha", "boosted", "random_trees")
 
 
-def bench_method(method: str, X: Any, y: np.ndarray, settings: Settings) -> list[dict]:
+def bench_method(method: str, X: Any, y: np.ndarray, settings: Settings,
+                 data_kwargs: dict[str, Any] = A9A_FIT) -> list[dict]:
+    """One sweep of ``method`` against its loop of fits on ``X, y`` (declared as
+    ``data_kwargs``: bounds, classes, bins): the section's two records."""
     epsilons = np.logspace(-2, 1, settings.sweep_epsilons)
     seeds = settings.sweep_seeds
     n_models = len(epsilons) * seeds
-    fit_kwargs: dict[str, Any] = {"method": method, **A9A_FIT}
+    fit_kwargs: dict[str, Any] = {"method": method, **data_kwargs}
     base = {"section": "sweep", "method": method, "models": n_models}
     try:
         sweep = harness.bench_sweep(X, y, fit_kwargs, epsilons, seeds, settings.sweep_repeats)
