@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -140,9 +141,15 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Arr
     if weights.shape != (m,):
         raise ValueError(f"sample_weight must hold one weight per row ({m}); got shape "
                          f"{weights.shape}")
-    if not np.isfinite(weights).all() or (weights < 0).any() or (weights > 1).any():
-        raise ValueError("sample_weight must be finite and in [0, 1] (a weight above 1 would "
-                         "raise the sensitivity of the learner's counts)")
+    if not np.isfinite(weights).all():
+        raise ValueError("sample_weight must be finite")
+    if (weights < 0).any() or (weights > 1).any():
+        # clipped, not refused: a weight derived from private data must not turn the fit into
+        # an error (the warning tells neither the weights nor how many were clipped)
+        warnings.warn("sample_weight has weights outside [0, 1]; they are clipped into it (a "
+                      "weight above 1 would raise the sensitivity of the learner's counts)",
+                      stacklevel=4)
+        weights = np.clip(weights, 0.0, 1.0)
     return jnp.asarray(weights, jnp.float32)
 
 
@@ -168,11 +175,16 @@ def prepare(
     n_bins = config.default_bins if n_bins is None else n_bins
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
-    codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
-    weights = _check_sample_weight(sample_weight, config, codes.shape[0])
-    check_limits(config, codes.shape, int(spec.max_codes), len(classes), batch,
+    weights = _check_sample_weight(sample_weight, config, table.shape[0])
+    # every public limit before any work on the data (encoding, compiling, fitting)
+    check_limits(config, table.shape, int(spec.max_codes), len(classes), batch,
                  private=epsilon is not None, weighted=weights is not None)
     config.check_request(epsilon is not None, delta)
+    if public_size == table.shape[0] and neighbouring == "add_remove" and epsilon is not None:
+        warnings.warn("public_size equals the number of rows: under add/remove the row count "
+                      "is private, and declaring it publishes it with no ledger entry; declare "
+                      "it only for a study whose size is fixed in advance", stacklevel=3)
+    codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
     if spec.from_data:

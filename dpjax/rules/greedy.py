@@ -45,6 +45,8 @@ paper charges a budget per rule).
 
 Budget (``calibration="provable"``): ``ε`` in equal shares over the selections, the support
 checks (smooth selections only) and the count histogram, ``δ`` in equal shares over the nodes.
+Every node is charged, also those after the list stopped: the ledger is the mechanism's
+``(ε, δ)``, fixed before the fit, not a pointwise bound that would vary with the output.
 ``calibration="paper"`` uses the paper's split (``ε/(3K − 1)``, ``ε/(2K − 1)``, ``ε/(2K)`` with
 ``K = max_rules + 1``), the paper's scales (gl-Laplace ``Δ/ε``, gl-Gaussian per score), ``S*``
 as printed, ``Λ`` from the row count and the confidence ``𝒞`` outside ``δ``: a reproduction
@@ -290,10 +292,9 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
         remaining = node.remaining & ~(take & caught)
         selected = node.selected.at[index].set(node.selected[index] | take)
         stopped = node.stopped | ~take
-        # charged whenever the node ran (a failed check is not told apart from a chosen ∅ in
-        # the output, so the ledger must not tell it either)
-        check_cost = check_cost.gated(live)
-        select_cost = select_cost.gated(live)
+        # every node is charged, whether it ran or the list had stopped: the ledger is the
+        # mechanism's (ε, δ), fixed before the fit, so it tells nothing of where the list
+        # stopped (a pointwise ledger of the nodes that ran would)
         return (_Node(remaining, selected, stopped, lam),
                 (jnp.stack([first, second]), take, check_cost, select_cost))
 

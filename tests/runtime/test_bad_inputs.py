@@ -171,6 +171,37 @@ def test_memory_guard_refuses_huge_models_instead_of_running_out(data, monkeypat
                     n_trees=300, depth=12)
 
 
+def test_limits_are_checked_before_any_work_on_the_data(data, monkeypatch):
+    """Row and memory limits read shapes and hyper-parameters only, so they refuse before the
+    data is encoded (and before anything compiles)."""
+    import dpjax._preparation
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("encoded the data before checking the limits")
+
+    monkeypatch.setattr(dpjax._preparation, "encode", no_encoding)
+    monkeypatch.setenv("DPJAX_MEMORY_LIMIT_GB", "0.5")
+    X, y = data
+    with pytest.raises(ValueError, match="GiB"):
+        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
+    monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit", lambda self, private: 10)
+    with pytest.raises(ValueError, match="at most 10 rows"):
+        dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS)
+
+
+def test_a_public_size_equal_to_the_row_count_is_warned_under_add_remove(data):
+    """Declaring ``public_size = len(X)`` publishes the private row count: warned (it may be a
+    fixed-size study), not under replace-one (where the size is public anyway)."""
+    X, y = data
+    with pytest.warns(UserWarning, match="publishes it"):
+        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X), **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X),
+                  neighbouring="replace_one", **SMALL)
+        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X) + 5, **SMALL)
+
+
 # --------------------------------------------------------------------------------------------
 # Prediction
 # --------------------------------------------------------------------------------------------

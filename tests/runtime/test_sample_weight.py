@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,11 +63,26 @@ def test_weighted_fits_spend_the_same_budget_and_learn(data):
 
 @pytest.mark.parametrize(("weights", "method", "message"), [
     (np.ones(500), "boosted", "not supported by boosted"),
-    (np.full(500, 1.5), "random_trees", r"in \[0, 1\]"),
-    (np.full(500, np.nan), "random_trees", r"in \[0, 1\]"),
+    (np.full(500, np.nan), "random_trees", "finite"),
     (np.ones(499), "random_trees", "one weight per row"),
 ])
 def test_bad_weights_are_refused(data, weights, method, message):
     X, y = data
     with pytest.raises(ValueError, match=message):
         dpjax.fit(X, y, method=method, epsilon=1.0, bounds=(0, 1), sample_weight=weights)
+
+
+def test_weights_outside_the_unit_interval_are_clipped_with_a_warning(data):
+    """A weight derived from private data must not turn the fit into an error: weights outside
+    ``[0, 1]`` are clipped (the fit equals the one on the clipped weights), and the warning
+    prints no weight."""
+    X, y = data
+    weights = np.linspace(-0.5, 1.5, len(y))
+    weights[7] = 123.456
+    with pytest.warns(UserWarning, match=r"clipped into it") as caught:
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=3,
+                          sample_weight=weights, **FOREST)
+    assert not any("123" in str(w.message) for w in caught)
+    clipped = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=3,
+                        sample_weight=np.clip(weights, 0.0, 1.0), **FOREST)
+    chex.assert_trees_all_equal(model.params, clipped.params)
