@@ -165,10 +165,9 @@ def profile_device(
                               n_leaves=2**depth)
 
     def release(key: jax.Array, counts: jax.Array, epsilon: jax.Array) -> Any:
-        each = random_trees.leaf_epsilon(epsilon, n_trees, depth, config.leaf_composition)
+        each = random_trees.leaf_epsilon(epsilon, n_trees, depth, config.budget)
         return random_trees.release_counts(key, counts, each, sensitivity=prep.sensitivity,
-                                           noise=config.noise,
-                                           leaf_composition=config.leaf_composition)
+                                           noise=config.noise, budget=config.budget)
 
     def per_seed(stage: Callable[..., Any], n_mapped: int) -> Callable[..., Any]:
         """``stage`` mapped (``lax.map``) over the seed axis of its first ``n_mapped`` args."""

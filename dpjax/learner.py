@@ -342,6 +342,13 @@ def positive_float(name: str, value: Any) -> float:
     return float(value)
 
 
+def non_negative_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+            0 <= float(value) < float("inf")):
+        raise ValueError(f"{name} must be a non-negative finite number, got {value!r}")
+    return float(value)
+
+
 def or_literal(literal: Any, check: Check) -> Check:
     """``literal`` as is, anything else through ``check``."""
     def either(name: str, value: Any) -> Any:

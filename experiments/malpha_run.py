@@ -79,7 +79,8 @@ def run_forests(data: harness.Data, fold: int,
     rows, compile_s, run_s = [], 0.0, 0.0
     for method, depth in itertools.product(RF_METHODS, RF_DEPTHS):
         forest = dpjax.sweep(X_train, y_train, method=method, epsilon=list(EPSILONS),
-                             seeds=[fold], n_trees=RF_TREES, depth=depth, **common)
+                             seeds=[fold], n_trees=RF_TREES, depth=depth, budget="paper",
+                             **common)
         compile_s, run_s = compile_s + forest.timings.compile_s, run_s + forest.timings.run_s
         wrong = (forest.predict(data.X.iloc[split.test]) != data.y[split.test]).sum(-1)[:, 0]
         rows += [{"method": method, "n_trees": RF_TREES, "depth": depth, **point,

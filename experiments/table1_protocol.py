@@ -123,7 +123,7 @@ def noisy_counts(key: jax.Array, counts: jax.Array, epsilon: jax.Array,
     (sensitivity 1, add/remove). The plain float32 quotient, not ``leaf_epsilon``'s rounded-
     down share: the numbers of this reproduction were produced with it."""
     return release_counts(key, counts, epsilon / k, sensitivity=1.0, noise="laplace",
-                          leaf_composition="tree")[0]
+                          budget="parallel")[0]
 
 
 @functools.partial(jax.jit, static_argnames=("ks",))

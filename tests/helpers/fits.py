@@ -25,10 +25,10 @@ MALPHA_PAPER = {"leaf_mechanism": "value", "beta_mode": "fold",
 Mα tests that name no other (dpjax's defaults are the counts leaves in parallel)."""
 
 
-FOREST_STAGES = {"noise": "laplace", "leaf_estimate": "smoothed", "leaf_composition": "tree",
-                 "threshold_range": "global"}
+FOREST_STAGES = {"noise": "laplace", "leaf_estimate": "smoothed", "budget": "parallel",
+                 "threshold_range": "global", "prior_share": 0.0}
 """The forest settings of the stage tests that name no other (Bojarski et al.'s forest: one
-Laplace release per tree, smoothed leaves)."""
+Laplace release per tree, smoothed leaves, no class prior)."""
 
 
 def fit_random_trees(key: jax.Array, codes: Any, y: Any, epsilon: Any, *,

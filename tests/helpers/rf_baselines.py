@@ -14,7 +14,7 @@ from dpjax.mechanisms.exact import laplace_fraction
 from dpjax.privacy.rounding import round_up
 
 T_DEFAULT, D_DEFAULT = 21, 4
-N_LEAVES = T_DEFAULT * 2**D_DEFAULT  # 336 per-leaf releases under the default composition
+N_LEAVES = T_DEFAULT * 2**D_DEFAULT  # 336 per-leaf releases under budget="paper"
 EPS = 0.7
 BOUNDS = (np.zeros(3), np.ones(3))
 # every budget inside a fit is rounded down (float32): totals land in [eps (1 - SLACK), eps]
@@ -26,7 +26,7 @@ def laplace_cost(epsilon: float, releases: int, sensitivity: float = 1.0) -> flo
     down, then ``Delta s/t`` of the exact discrete-Laplace scale ``t/s >= Delta/share``
     (computed here eagerly; a jitted fit may round the share one float32 ulp differently, so
     compare with ``rel=1e-5``)."""
-    share = leaf_epsilon(jnp.float32(epsilon), releases, 0, "tree")
+    share = leaf_epsilon(jnp.float32(epsilon), releases, 0, "parallel")
     t, s = laplace_fraction(round_up(jnp.float32(math.ceil(sensitivity)) / share))
     return float(np.float32(sensitivity * int(s) / int(t)))
 

@@ -148,7 +148,7 @@ MODES = [
     ("boosted", {"noise": "gaussian", "delta": 1e-6, "min_signal": 1.0}),
     ("random_trees", {}),
     ("random_trees", {"voting": "majority", "leaf_estimate": "paper"}),
-    ("random_trees", {"threshold_range": "cell", "leaf_composition": "leaf"}),
+    ("random_trees", {"threshold_range": "cell", "budget": "paper"}),
     ("rf_laplace", {}),
     ("rf_exponential", {}),
     ("malpha", {}),

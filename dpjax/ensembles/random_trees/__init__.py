@@ -13,7 +13,7 @@ class distributions.
 from dpjax.ensembles.random_trees.config import Forest, RandomTrees, RFExponential, RFLaplace
 from dpjax.ensembles.random_trees.forest import (
     COSTS,
-    FOREST_COMPOSITIONS,
+    FOREST_BUDGETS,
     LEAF_ESTIMATES,
     NOISE,
     VOTING,
@@ -35,7 +35,7 @@ from dpjax.ensembles.random_trees.forest import (
 
 __all__ = [
     "COSTS",
-    "FOREST_COMPOSITIONS",
+    "FOREST_BUDGETS",
     "LEAF_ESTIMATES",
     "NOISE",
     "VOTING",

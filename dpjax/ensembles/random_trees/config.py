@@ -11,13 +11,23 @@ import numpy as np
 
 from dpjax.ensembles.random_trees import forest
 from dpjax.ensembles.random_trees.forest import (
-    FOREST_COMPOSITIONS,
+    FOREST_BUDGETS,
     LEAF_ESTIMATES,
     VOTING,
     forest_predict,
     forest_proba,
 )
-from dpjax.learner import FitContext, Learner, choice, hyper, positive_int, register
+from dpjax.learner import (
+    FitContext,
+    Learner,
+    choice,
+    hyper,
+    non_negative_float,
+    positive_int,
+    register,
+    traced,
+    unit_interval,
+)
 from dpjax.mechanisms.exact import LANE_BYTES
 from dpjax.trees.dense import MAX_DEPTH, DenseTree
 from dpjax.trees.describe import class_scores_text, describe_dense_trees, tree_importances
@@ -26,20 +36,34 @@ from dpjax.trees.grow import THRESHOLD_RANGES
 
 @dataclasses.dataclass(frozen=True)
 class Forest(Learner):
-    """Shared fields and rules of the forests (random structures, noisy leaf statistics)."""
+    """Shared fields and rules of the forests (random structures, noisy leaf statistics).
+
+    With ``budget="parallel"`` and ``prior_share > 0`` (the default) the forest first releases
+    the class counts with ``prior_share`` of ``ε``: the released size ``ñ`` and a class prior.
+    Each leaf gets pseudo-counts of the prior, ``shrinkage`` times the Laplace scale of its
+    tree's counts (traced), so a leaf whose evidence is under the noise follows the prior; and
+    where an average leaf's ``ñ/2^d`` records are under ``min_signal`` times that scale (the
+    public schedule, :func:`~dpjax.ensembles.random_trees.forest.forest_learns`, traced) the
+    leaves' budget goes to the class counts instead and the forest predicts the released
+    majority (``describe()`` says so). ``min_signal`` and ``shrinkage`` were chosen on the shared
+    datasets (``experiments/learner_defaults.py``) so that no default falls below the majority
+    class. ``budget="paper"`` (or ``prior_share=0``) has no prior."""
 
     n_trees: int = hyper(11, positive_int())
     depth: int = hyper(12, positive_int(MAX_DEPTH))
     voting: str = hyper("threshold", choice(*VOTING))
     noise: str = hyper("laplace", choice("laplace"))
     leaf_estimate: str = hyper("smoothed", choice(*LEAF_ESTIMATES))
-    leaf_composition: str = hyper("tree", choice(*FOREST_COMPOSITIONS))
+    budget: str = hyper("parallel", choice(*FOREST_BUDGETS))
+    prior_share: float = hyper(0.1, unit_interval(open_low=False, open_high=True))
+    min_signal: float = traced(0.003, non_negative_float)
+    shrinkage: float = traced(0.3, non_negative_float)
     threshold_range: str = hyper("global", choice(*THRESHOLD_RANGES))
     takes_weights: ClassVar[bool] = True
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[DenseTree, Any]:
-        return forest.fit(self, key, codes, y, epsilon, context)
+        return forest.fit(self, key, codes, y, epsilon, context, traced)
 
     def proba(self, params: DenseTree, codes: jax.Array) -> jax.Array:
         return forest_proba(params, codes, self.voting)
@@ -55,8 +79,15 @@ class Forest(Learner):
         return params
 
     def describe(self, params: DenseTree, spec: Any, classes: tuple) -> str:
-        """The trees as nested rules, leaves with their released class scores."""
+        """The trees as nested rules, leaves with their released class scores; the majority
+        fallback (every leaf the same scores) said first."""
         leaf = np.asarray(params.leaf)
+        if leaf.size and np.all(leaf == leaf.reshape(-1, leaf.shape[-1])[0]):
+            return ("Majority fallback: every leaf holds the same class scores, "
+                    f"{class_scores_text(leaf.reshape(-1, leaf.shape[-1])[:1], classes)}. With DP "
+                    "this is the public schedule's choice (at this budget and released size the "
+                    "leaves could not beat their noise): the forest predicts the class "
+                    "distribution released from the class counts, whatever the features.")
         return describe_dense_trees(
             np.asarray(params.feature), np.asarray(params.threshold), spec,
             lambda t, a, b: class_scores_text(leaf[t, a:b], classes),
@@ -87,14 +118,17 @@ class RandomTrees(Forest):
 @dataclasses.dataclass(frozen=True)
 class RFLaplace(Forest):
     """RF-L (Nock & Henecka §6.5): 21 random trees, each leaf's label the argmax of its
-    Laplace-noised counts (budget ``ε/(T·2^d)`` per leaf), majority vote."""
+    Laplace-noised counts, majority vote. A tree's leaves partition its records, so they are
+    released together at ``ε/T`` (parallel composition); ``budget="paper"`` is the paper's
+    ``ε/(T·2^d)`` per leaf."""
 
     name: ClassVar[str] = "rf_laplace"
     n_trees: int = hyper(21, positive_int())
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     voting: str = hyper("majority", choice(*VOTING))
     leaf_estimate: str = hyper("label", choice(*LEAF_ESTIMATES))
-    leaf_composition: str = hyper("leaf", choice(*FOREST_COMPOSITIONS))
+    min_signal: float = traced(0.3, non_negative_float)
+    shrinkage: float = traced(1.0, non_negative_float)
 
 
 @register(params=(DenseTree,), estimator="DPRandomForestExponentialClassifier")
@@ -105,3 +139,4 @@ class RFExponential(RFLaplace):
 
     name: ClassVar[str] = "rf_exponential"
     noise: str = hyper("exponential", choice("exponential"))
+    shrinkage: float = traced(0.0, non_negative_float)

@@ -15,11 +15,12 @@ leaf distribution ``theta`` their normalisation, a uniform Dirichlet(1) draw as 
 
 The same function fits the RF-L / RF-E baselines of Nock & Henecka (spec
 ``docs/specs/boosted-dp-trees-malpha.md`` §6.5): each leaf's counts are released on their own
-(``leaf_composition="leaf"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the
-leaves"), with the Laplace mechanism and the noisy argmax as the leaf label (RF-L,
-``leaf_estimate="label"``) or a private selection on the counts (RF-E, ``noise="exponential"``,
-utility sensitivity 1; permute-and-flip, which has the exponential mechanism's guarantee), and
-the forest takes the majority vote.
+(``budget="paper"``: ``eps / (k * 2^d)`` per leaf, the paper's "evenly among the leaves"; by
+default, ``budget="parallel"``, a tree's leaves partition its records and are released together
+at ``eps / k``, parallel composition), with the Laplace mechanism and the noisy argmax as the
+leaf label (RF-L, ``leaf_estimate="label"``) or a private selection on the counts (RF-E,
+``noise="exponential"``, utility sensitivity 1; permute-and-flip, which has the exponential
+mechanism's guarantee), and the forest takes the majority vote.
 
 :func:`fit` is the composition of pure stages, public so that experiments build on them
 instead of copying them: :func:`forest_structures` (from the key alone),
@@ -49,7 +50,9 @@ if TYPE_CHECKING:
 VOTING = ("majority", "threshold", "probabilistic")
 NOISE = ("laplace", "exponential")
 LEAF_ESTIMATES = ("smoothed", "paper", "label")
-FOREST_COMPOSITIONS = ("tree", "leaf")
+FOREST_BUDGETS = ("parallel", "paper")
+"""A tree's leaves released together at ``ε/k`` (parallel composition over the disjoint
+leaves), or each leaf at ``ε/(k·2^d)`` (Nock & Henecka's split)."""
 COSTS = {"laplace": "leaf class counts", "exponential": "leaf labels"}
 """The name of each noise's release in the costs of :func:`fit`."""
 
@@ -60,7 +63,8 @@ def tree_keys(key: jax.Array, n_trees: int) -> jax.Array:
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_trees))
 
 
-def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str) -> jax.Array:
+def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str,
+                      pseudo: jax.Array | None = None) -> jax.Array:
     """Leaf class distributions ``theta [..., C]`` from (noisy) counts ``[..., C]``.
 
     ``"paper"`` (Algorithm 2 step 3, A8, A9, A11): ``theta = counts / sum(counts)``, except where
@@ -74,11 +78,16 @@ def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str) -> jax.A
     post-processing of the same noisy counts, so the privacy guarantee is identical; smoothing
     stops empty and noise-dominated leaves from voting with a random ``theta``, which lifts
     accuracy a lot at small budgets (banknote, eps = 1: ~0.96 vs ~0.89, see the issue note).
+
+    ``pseudo`` (``[C]``, released or public): pseudo-counts added to the counts (after the
+    add-one of ``"smoothed"``, before the argmax of ``"label"``): a leaf whose evidence is
+    weaker than them follows them (:func:`fit`'s shrinkage to the released class prior).
     """
     if estimate == "label":
-        return jax.nn.one_hot(counts.argmax(-1), counts.shape[-1], dtype=counts.dtype)
+        scores = counts if pseudo is None else counts + pseudo
+        return jax.nn.one_hot(scores.argmax(-1), counts.shape[-1], dtype=counts.dtype)
     if estimate == "smoothed":
-        clamped = jnp.maximum(counts, 0.0) + 1.0
+        clamped = jnp.maximum(counts, 0.0) + 1.0 + (0.0 if pseudo is None else pseudo)
         return clamped / clamped.sum(-1, keepdims=True)
     fallback = fallback_leaves(counts)
     uniform = jax.random.exponential(key, counts.shape)
@@ -93,11 +102,11 @@ def fallback_leaves(counts: jax.Array) -> jax.Array:
     return (counts < 0).any(-1) | (counts == 0).all(-1)
 
 
-def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, composition: str) -> jax.Array:
-    """Budget of one released count vector, rounded down: a whole tree's (``eps / k``, ``"tree"``,
-    the tree's leaves are disjoint and released as one vector) or one leaf's (``eps / (k *
-    2^d)``, ``"leaf"``)."""
-    return share(epsilon, 1.0, n_trees * (2**depth if composition == "leaf" else 1))
+def leaf_epsilon(epsilon: jax.Array, n_trees: int, depth: int, budget: str) -> jax.Array:
+    """Budget of one released count vector, rounded down: a whole tree's (``eps / k``,
+    ``"parallel"``: the tree's leaves are disjoint and released as one vector) or one leaf's
+    (``eps / (k * 2^d)``, ``"paper"``)."""
+    return share(epsilon, 1.0, n_trees * (2**depth if budget == "paper" else 1))
 
 
 def forest_structures(
@@ -149,8 +158,9 @@ def release_counts(
     *,
     sensitivity: float,
     noise: str,
-    leaf_composition: str,
+    budget: str,
     unit: int = 1,
+    offset: jax.Array | None = None,
 ) -> tuple[jax.Array, Cost]:
     """The forest's private release of its leaf counts ``[n_trees, L, C]`` (int32).
 
@@ -158,27 +168,31 @@ def release_counts(
       key: PRNG key of this release (never shared with another one).
       counts: exact counts of :func:`leaf_class_counts`.
       epsilon_each: budget of one released vector, traced (:func:`leaf_epsilon`: a tree's
-        counts for ``leaf_composition="tree"``, a leaf's for ``"leaf"``).
+        counts for ``budget="parallel"``, a leaf's for ``"paper"``).
       sensitivity: L1 sensitivity of one tree's counts (1 add/remove, 2 replace-one).
       noise: ``"laplace"``: exact discrete Laplace noise on every counter (empty leaves
         included); ``"exponential"``: each leaf's label selected by permute-and-flip on its
         counts (utility sensitivity 1).
       unit: ``counts`` are in units of ``1/unit`` of a record (weighted counts): one record
         moves a counter by at most ``unit``, and the released counts are divided by it.
+      offset: ``[C]`` records added to every leaf's utility before the exponential selection
+        (a released class prior: data-independent given the release, so the sensitivity is
+        unchanged).
 
     Returns:
       ``(release, cost)``: noisy counts float32 ``[n_trees, L, C]`` (Laplace) or labels int32
       ``[n_trees, L]`` (exponential), and the cost of each released vector, ``[n_trees]``
-      (``"tree"``) or ``[n_trees, L]`` (``"leaf"``).
+      (``"parallel"``) or ``[n_trees, L]`` (``"paper"``).
     """
     if noise not in NOISE:
         raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
-    per_leaf = leaf_composition == "leaf"
+    per_leaf = budget == "paper"
     if noise == "exponential":
         # One example moves each class's count of a leaf by at most 1 under either relation; a
         # replaced example can touch two leaves of a tree, which share the tree's budget then.
         touched = 1 if per_leaf else int(sensitivity)
-        label, cost = permute_and_flip(key, counts, float(unit), parts(epsilon_each, touched),
+        utility = counts if offset is None else counts + unit * offset
+        label, cost = permute_and_flip(key, utility, float(unit), parts(epsilon_each, touched),
                                        label="sens. 1")
         return label, (cost if per_leaf else parallel(cost, touched=touched))
     noisy, cost = laplace_mechanism(key, counts, sensitivity * unit, epsilon_each,
@@ -188,17 +202,19 @@ def release_counts(
 
 
 def leaf_estimates(key: jax.Array, release: jax.Array, n_classes: int, *,
-                   noise: str, estimate: str) -> jax.Array:
+                   noise: str, estimate: str, pseudo: jax.Array | None = None) -> jax.Array:
     """Leaf class distributions ``theta [n_trees, L, C]`` from a :func:`release_counts` release
     (post-processing): the one-hot of the released labels (``"exponential"``) or
-    :func:`leaf_distribution` of the noisy counts, ``key`` seeding its fallback draws."""
+    :func:`leaf_distribution` of the noisy counts (with ``pseudo``-counts), ``key`` seeding its
+    fallback draws."""
     if noise == "exponential":
         return jax.nn.one_hot(release, n_classes, dtype=jnp.float32)
-    return leaf_distribution(key, release, estimate)
+    return leaf_distribution(key, release, estimate, pseudo)
 
 
 def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
-        epsilon: jax.Array | None, context: FitContext) -> tuple[DenseTree, dict[str, Cost]]:
+        epsilon: jax.Array | None, context: FitContext,
+        traced: dict[str, jax.Array] | None = None) -> tuple[DenseTree, dict[str, Cost]]:
     """Fit a forest of ``config.n_trees`` random trees of height ``config.depth`` (spec
     Algorithms 1 and 2; the config's fields are documented on
     :class:`~dpjax.ensembles.random_trees.Forest`).
@@ -236,13 +252,79 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
         leaf = leaf_distribution(k_fallback, counts.astype(jnp.float32) / unit,
                                  config.leaf_estimate)
         return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {}
+    costs: dict[str, Cost] = {}
+    with_prior = config.budget == "parallel" and config.prior_share > 0.0
+    if with_prior:      # a share of ε for the class counts: the released size and the majority
+        traced = config.resolve_traced(traced or {})
+        k_prior, k_majority = jax.random.split(jax.random.fold_in(key, PRIOR_STREAM))
+        prior_epsilon = share(epsilon, config.prior_share)
+        epsilon = share(epsilon, 1.0 - config.prior_share)
+        totals = counts[0].sum(0)          # every record reaches one leaf of the first tree
+        prior, costs[PRIOR_LABEL] = release_class_counts(k_prior, totals, prior_epsilon,
+                                                         context.sensitivity, unit)
+        # a leaf's evidence is weighed against the prior: pseudo-counts of the prior's class
+        # distribution, ``shrinkage`` times the Laplace scale of a tree's counts
+        scale = context.sensitivity * n_trees / jnp.maximum(epsilon, 1e-30)
+        weights = jnp.maximum(prior, 0.0) + 0.5
+        pseudo = traced["shrinkage"] * scale * weights / weights.sum()
+    else:
+        pseudo = None
     release, cost = release_counts(
-        k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, config.leaf_composition),
-        sensitivity=context.sensitivity, noise=config.noise,
-        leaf_composition=config.leaf_composition, unit=unit)
+        k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, config.budget),
+        sensitivity=context.sensitivity, noise=config.noise, budget=config.budget, unit=unit,
+        offset=pseudo)
     leaf = leaf_estimates(k_fallback, release, n_classes, noise=config.noise,
-                          estimate=config.leaf_estimate)
-    return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {COSTS[config.noise]: cost}
+                          estimate=config.leaf_estimate, pseudo=pseudo)
+    if not with_prior:
+        return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {
+            COSTS[config.noise]: cost}
+    learns = forest_learns(jnp.maximum(prior, 0.0).sum(), epsilon, n_trees, depth,
+                           context.sensitivity, traced["min_signal"])
+    # the fallback spends the leaves' budget on the class counts again, pooled with the prior
+    again, majority_cost = release_class_counts(k_majority, totals, epsilon,
+                                                context.sensitivity, unit)
+    pooled = pooled_counts([(prior, prior_epsilon), (again, epsilon)])
+    majority = jnp.broadcast_to(leaf_estimates(k_fallback, pooled, n_classes, noise="laplace",
+                                               estimate=config.leaf_estimate), leaf.shape)
+    costs[COSTS[config.noise]] = cost.gated(learns)
+    costs[MAJORITY_LABEL] = majority_cost.gated(~learns)
+    leaf = jnp.where(learns, leaf, majority)
+    return DenseTree(feature=feature, threshold=threshold, leaf=leaf), costs
+
+
+PRIOR_STREAM = 0x7072
+"""The stream (``fold_in``) of the class-count releases, apart from the structure, leaf-noise
+and fallback keys."""
+PRIOR_LABEL = "class counts (released size, majority)"
+MAJORITY_LABEL = "class counts again (majority fallback)"
+
+
+def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
+                         sensitivity: float, unit: int) -> tuple[jax.Array, Cost]:
+    """The class counts ``totals [C]`` (int32, in units of ``1/unit`` of a record) with exact
+    discrete Laplace noise at ``epsilon`` (L1 sensitivity ``sensitivity``: a record is in one
+    class), float32 records."""
+    noisy, cost = laplace_mechanism(key, totals, sensitivity * unit, epsilon, integer=True,
+                                    label=f"L1 sens. {sensitivity:g}")
+    return noisy / unit, cost
+
+
+def pooled_counts(releases: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
+    """Noisy class counts released at budgets ``ε_k``, pooled by inverse variance (weights
+    ``ε_k²``; post-processing)."""
+    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
+    counts = jnp.stack([c for c, _ in releases])
+    return jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
+
+
+def forest_learns(size: jax.Array, epsilon: jax.Array, n_trees: int, depth: int,
+                  sensitivity: float, min_signal: jax.Array) -> jax.Array:
+    """The public schedule of the parallel budget: the forest is fitted where an average leaf's
+    records ``ñ/2^d`` are at least ``min_signal`` times the Laplace scale ``Δ·T/ε`` of its
+    tree's counts (``ñ`` the released size, ``ε`` the leaves' budget); below that the leaves
+    are noise and the forest predicts the released majority instead."""
+    scale = sensitivity * n_trees / jnp.maximum(jnp.asarray(epsilon, jnp.float32), 1e-30)
+    return size / 2.0**depth >= min_signal * scale
 
 
 def vote(theta: jax.Array, voting: str, n_active: jax.Array | int | None = None) -> jax.Array:

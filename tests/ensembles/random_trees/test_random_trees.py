@@ -166,7 +166,7 @@ NOISE_DEPTH = 11
 def tree_scale(n_trees: int, epsilon: float, sensitivity: float) -> tuple[int, int]:
     """``(t, s)``: the exact discrete-Laplace scale ``t/s`` of one tree's counts, from the
     tree's rounded-down float32 budget ``eps/k`` (what the fit spends)."""
-    each = leaf_epsilon(jnp.float32(epsilon), n_trees, NOISE_DEPTH, "tree")
+    each = leaf_epsilon(jnp.float32(epsilon), n_trees, NOISE_DEPTH, "parallel")
     t, s = laplace_fraction(round_up(jnp.float32(math.ceil(sensitivity)) / each))
     return int(t), int(s)
 
@@ -242,9 +242,9 @@ def test_replace_one_doubles_the_scale():
     ``eps/2`` (same key): the scale ``k Delta / eps`` doubles, and so does the reported cost."""
     key = jax.random.key(8)
     counts = jnp.zeros((3, 64, 2))
-    one, cost1 = laplace_mechanism(key, counts, 1.0, leaf_epsilon(0.25, 3, 6, "tree"),
+    one, cost1 = laplace_mechanism(key, counts, 1.0, leaf_epsilon(0.25, 3, 6, "parallel"),
                                    integer=True, event_ndim=2)
-    two, cost2 = laplace_mechanism(key, counts, 2.0, leaf_epsilon(0.5, 3, 6, "tree"),
+    two, cost2 = laplace_mechanism(key, counts, 2.0, leaf_epsilon(0.5, 3, 6, "parallel"),
                                    integer=True, event_ndim=2)
     np.testing.assert_array_equal(two, one)
     np.testing.assert_array_equal(cost2.epsilon, 2 * np.asarray(cost1.epsilon))
@@ -272,7 +272,7 @@ def test_noise_reaches_empty_leaves():
     # smoothed theta of an un-noised empty leaf would be exactly (1/2, 1/2); with noise it is
     # (1/2, 1/2) only when the clamped noisy counts max(Z, 0) + 1 of both classes agree
     theta = np.asarray(forest.leaf)[empty]
-    t, s = laplace_fraction(round_up(1.0 / leaf_epsilon(jnp.float32(2.0), 4, 3, "tree")))
+    t, s = laplace_fraction(round_up(1.0 / leaf_epsilon(jnp.float32(2.0), 4, 3, "parallel")))
     q = math.exp(-int(s) / int(t))
     pmf_positive = (1 - q) / (1 + q) * q ** np.arange(1, 200)
     p_not_positive = 1 - pmf_positive.sum()

@@ -28,7 +28,8 @@ from tests.helpers.rf_baselines import (
 def test_rf_laplace_sweep(easy):
     (X, y), (X_test, y_test) = easy
     epsilons = [0.1, 1.0, 10.0]
-    sweep = dpjax.sweep(X, y, method="rf_laplace", epsilon=epsilons, seeds=3, bounds=BOUNDS)
+    sweep = dpjax.sweep(X, y, method="rf_laplace", epsilon=epsilons, seeds=3, bounds=BOUNDS,
+                        budget="paper")
     chex.assert_shape([sweep.params.feature, sweep.params.threshold], (3, 3, 21, 15))
     chex.assert_shape(sweep.params.leaf, (3, 3, 21, 16, 2))
     assert_one_hot(sweep.params.leaf)
@@ -71,7 +72,8 @@ def test_rf_laplace_sweep(easy):
     ("rf_laplace", {"noise": "exponential"}, "noise"),
     ("rf_laplace", {"alpha": 0.5}, "no parameter"),
     ("rf_exponential", {"beta_tree": 0.5}, "no parameter"),
-    ("rf_laplace", {"leaf_composition": "parallel"}, "leaf_composition"),
+    ("rf_laplace", {"budget": "sequential"}, "budget"),
+    ("rf_laplace", {"leaf_composition": "leaf"}, "no parameter"),
     ("rf_laplace", {"n_trees": 0}, "n_trees"),
     ("rf_exponential", {"depth": 2.5}, "depth"),
     ("rf_laplace", {"voting": "mean"}, "voting"),

@@ -101,9 +101,9 @@ def rfe_sampler():
             fit_random_trees, codes=jnp.asarray(PLANTED_CODES), y=jnp.asarray(PLANTED_Y),
             n_trees=RFE_TREES, depth=1, n_codes_per_feature=np.full(3, 10), n_classes=3,
             sensitivity=sensitivity, noise="exponential", leaf_estimate="label",
-            leaf_composition=composition)
+            budget=composition)
 
-    fit_a, fit_b = fit("leaf", 1.0), fit("tree", 2.0)
+    fit_a, fit_b = fit("paper", 1.0), fit("parallel", 2.0)
 
     def sample(key, eps_a, eps_b):
         keys = jax.random.split(key, RFE_KEYS)

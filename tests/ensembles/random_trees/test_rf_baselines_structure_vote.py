@@ -76,7 +76,7 @@ def rf_structure_fit():
     fit = functools.partial(
         fit_random_trees, n_trees=STRUCT_TREES, depth=STRUCT_DEPTH,
         n_codes_per_feature=STRUCT_CODES, n_classes=2, leaf_estimate="label",
-        leaf_composition="leaf")
+        budget="paper")
     return jax.jit(lambda key, codes, y, epsilon: tuple(
         fit(key, codes, y, epsilon, noise=noise)[0] for noise in ("laplace", "exponential")))
 

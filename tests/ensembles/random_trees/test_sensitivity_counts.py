@@ -76,7 +76,7 @@ def _forest_fit(noise: str, composition: str, sensitivity: float = 1.0):
         forest, _ = fit_random_trees(
             key, codes, y, jnp.float32(1.0), n_trees=RF_TREES, depth=RF_DEPTH,
             n_codes_per_feature=RF_CODES, n_classes=RF_CLASSES, sensitivity=sensitivity,
-            noise=noise, leaf_estimate="label", leaf_composition=composition)
+            noise=noise, leaf_estimate="label", budget=composition)
         return forest.feature, forest.threshold
     return fit
 
@@ -112,15 +112,15 @@ def _np_counts(run: dict, variant: int, drop_last: bool) -> np.ndarray:
     return counts[..., :RF_CLASSES]
 
 
-@pytest.mark.parametrize("composition", ["tree", "leaf"])
+@pytest.mark.parametrize("composition", ["parallel", "paper"])
 def test_random_tree_leaf_counts(composition):
     """Random trees / RF-L (Bojarski et al. Alg. 2, §3.1; spec A2; Nock & Henecka §6.5): the
     leaf class counts ``[2**d, C]`` of a data-independent tree. Assumed L1 sensitivity of a
-    tree's array (``"tree"``) or of one leaf's counts (``"leaf"``): 1 add/remove, 2 replace."""
+    tree's array (``"parallel"``) or of one leaf's counts (``"paper"``): 1 add/remove, 2 replace."""
     run = _forest_run("laplace", composition)
     (meta,) = run["meta"]
     assert meta["integer"] and meta["sensitivity"] == 1.0
-    assert meta["event_ndim"] == (2 if composition == "tree" else 1)
+    assert meta["event_ndim"] == (2 if composition == "parallel" else 1)
     # the structures read no data: every variant of a case has the same trees
     for v in (1, 2):
         np.testing.assert_array_equal(run["feature"][v], run["feature"][0])
@@ -131,7 +131,7 @@ def test_random_tree_leaf_counts(composition):
     np.testing.assert_array_equal(counts[0], _np_counts(run, 0, drop_last=True))
     np.testing.assert_array_equal(counts[1], _np_counts(run, 1, drop_last=False))
     np.testing.assert_array_equal(counts[2], _np_counts(run, 2, drop_last=True))
-    event_axes = (-2, -1) if composition == "tree" else (-1,)
+    event_axes = (-2, -1) if composition == "parallel" else (-1,)
     add = np.abs(counts[1] - counts[0]).sum(event_axes)
     replace = np.abs(counts[2] - counts[0]).sum(event_axes)
     s = _expand(sensitivity, add.ndim)
@@ -145,11 +145,11 @@ def test_random_tree_leaf_counts(composition):
     assert [m["sensitivity"] for m in traced if m["kind"] == "laplace"] == [2.0]
 
 
-@pytest.mark.parametrize("composition", ["tree", "leaf"])
+@pytest.mark.parametrize("composition", ["parallel", "paper"])
 def test_rf_exponential_leaf_label_utilities(composition):
     """RF-E (Nock & Henecka §6.5): a leaf's label is selected with utility = class count.
     Assumed per-candidate sensitivity 1 under both relations. A record reaches one leaf per tree
-    under add/remove and at most two under replace-one. With ``"tree"`` composition the code
+    under add/remove and at most two under replace-one. With ``"parallel"`` composition the code
     then splits the tree's budget over ``touched = 2`` leaves (``parallel(touched=2)``)."""
     run = _forest_run("exponential", composition)
     select = [m for m in run["meta"] if m["kind"] == "select"]
@@ -170,6 +170,6 @@ def test_rf_exponential_leaf_label_utilities(composition):
         traced = _traced_meta(_forest_fit("exponential", composition, sensitivity),
                               jax.random.key(0), codes, y)
         parallel = [m["touched"] for m in traced if m["kind"] == "parallel"]
-        # "tree": the leaves of a tree are one parallel release, reached `touched` times;
-        # "leaf": every leaf is its own sequential release (eps / (k 2^d)), no parallel step
-        assert parallel == ([touched] if composition == "tree" else [])
+        # "parallel": the leaves of a tree are one parallel release, reached `touched` times;
+        # "paper": every leaf is its own sequential release (eps / (k 2^d)), no parallel step
+        assert parallel == ([touched] if composition == "parallel" else [])

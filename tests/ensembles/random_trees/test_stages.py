@@ -28,7 +28,7 @@ def make_data(n_classes: int, seed: int = 0) -> tuple[jax.Array, jax.Array]:
 
 
 def composed(key, codes, y, epsilon, *, n_classes, sensitivity=1.0, noise="laplace",
-             leaf_estimate="smoothed", leaf_composition="tree"):
+             leaf_estimate="smoothed", budget="parallel"):
     """The forest's ``fit`` written out as its stages (the documented key schedule)."""
     k_structure, k_noise, k_fallback = jax.random.split(key, 3)
     feature, threshold = rt.forest_structures(k_structure, TREES, DEPTH, N_CODES,
@@ -39,8 +39,8 @@ def composed(key, codes, y, epsilon, *, n_classes, sensitivity=1.0, noise="lapla
         leaf = rt.leaf_distribution(k_fallback, counts.astype(jnp.float32), leaf_estimate)
         return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {}
     release, cost = rt.release_counts(
-        k_noise, counts, rt.leaf_epsilon(epsilon, TREES, DEPTH, leaf_composition),
-        sensitivity=sensitivity, noise=noise, leaf_composition=leaf_composition)
+        k_noise, counts, rt.leaf_epsilon(epsilon, TREES, DEPTH, budget),
+        sensitivity=sensitivity, noise=noise, budget=budget)
     leaf = rt.leaf_estimates(k_fallback, release, n_classes, noise=noise,
                              estimate=leaf_estimate)
     return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {rt.COSTS[noise]: cost}
@@ -51,8 +51,8 @@ def composed(key, codes, y, epsilon, *, n_classes, sensitivity=1.0, noise="lapla
     (2, False, dict(leaf_estimate="paper")),
     (2, True, dict(leaf_estimate="paper")),
     (3, True, dict(sensitivity=2.0, leaf_estimate="smoothed")),
-    (2, True, dict(leaf_estimate="label", leaf_composition="leaf")),
-    (2, True, dict(noise="exponential", leaf_estimate="label", leaf_composition="leaf")),
+    (2, True, dict(leaf_estimate="label", budget="paper")),
+    (2, True, dict(noise="exponential", leaf_estimate="label", budget="paper")),
     (3, True, dict(noise="exponential", sensitivity=2.0, leaf_estimate="label")),
 ])
 def test_fit_is_the_composition_of_the_stages(n_classes, private, settings):
@@ -99,17 +99,17 @@ def test_release_shapes_costs_and_bad_noise():
     counts = rt.leaf_class_counts(rt.forest_leaf_index(feature, threshold, codes), y, 2,
                                   2**DEPTH)
     noisy, cost = rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5), sensitivity=1.0,
-                                    noise="laplace", leaf_composition="tree")
+                                    noise="laplace", budget="parallel")
     chex.assert_shape(noisy, (TREES, 2**DEPTH, 2))
     chex.assert_shape(cost.epsilon, (TREES,))
     assert np.all(np.asarray(cost.epsilon) <= 0.5)
     labels, cost = rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5),
-                                     noise="exponential", leaf_composition="leaf", sensitivity=1.0)
+                                     noise="exponential", budget="paper", sensitivity=1.0)
     chex.assert_shape(labels, (TREES, 2**DEPTH))
     chex.assert_shape(cost.epsilon, (TREES, 2**DEPTH))
     with pytest.raises(ValueError, match="noise"):
         rt.release_counts(jax.random.key(1), counts, jnp.float32(0.5), noise="gaussian",
-                          sensitivity=1.0, leaf_composition="tree")
+                          sensitivity=1.0, budget="parallel")
 
 
 def test_fallback_leaves_is_the_paper_estimates_rule():

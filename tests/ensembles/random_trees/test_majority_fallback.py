@@ -1,0 +1,88 @@
+"""The forests' released class prior (issue 28): shrinkage of the leaves to it, the public
+schedule that falls back to the released majority, and their ledgers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax.ensembles.random_trees.forest import (
+    MAJORITY_LABEL,
+    PRIOR_LABEL,
+    forest_learns,
+    leaf_distribution,
+)
+
+FORESTS = ("random_trees", "rf_laplace", "rf_exponential")
+
+
+@pytest.fixture(scope="module")
+def data():
+    """1,000 rows, 3 features in [0, 1], 80% of class 0; class 1 iff x0 > 0.8 (learnable)."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0.0, 1.0, (1000, 3))
+    return X, (X[:, 0] > 0.8).astype(int)
+
+
+def test_schedule_compares_a_leafs_rows_with_its_trees_noise():
+    # ñ/2^d rows per leaf against min_signal·Δ·T/ε
+    assert bool(forest_learns(1600.0, 1.0, 10, 4, 1.0, 1.0))       # 100 >= 10
+    assert not bool(forest_learns(1600.0, 0.1, 10, 4, 1.0, 1.01))  # 100 < 101
+    assert bool(forest_learns(1600.0, 0.1, 10, 4, 1.0, 0.99))
+    assert not bool(forest_learns(1600.0, 1.0, 10, 4, 2.0, 6.0))   # replace-one: Δ = 2
+    assert bool(forest_learns(0.0, 1.0, 10, 4, 1.0, 0.0))          # min_signal 0: always
+
+
+def test_pseudo_counts_pull_weak_leaves_to_the_prior():
+    counts = np.array([[0.0, 2.0], [40.0, 2.0]], np.float32)
+    pseudo = np.array([9.0, 1.0], np.float32)
+    label = np.asarray(leaf_distribution(None, counts, "label", pseudo))
+    np.testing.assert_array_equal(label, [[1.0, 0.0], [1.0, 0.0]])   # 2 < 9 - 1
+    smoothed = np.asarray(leaf_distribution(None, counts, "smoothed", pseudo))
+    np.testing.assert_allclose(smoothed[0], [10.0 / 14.0, 4.0 / 14.0], rtol=1e-6)
+    plain = np.asarray(leaf_distribution(None, counts, "smoothed"))
+    np.testing.assert_allclose(plain[0], [1.0 / 4.0, 3.0 / 4.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", FORESTS)
+def test_tiny_budget_falls_back_to_the_released_majority(data, method):
+    X, y = data
+    model = dpjax.fit(X, y, method=method, epsilon=0.01, bounds=(0, 1), key=0)
+    leaf = np.asarray(model.params.leaf)
+    assert np.all(leaf == leaf[0, 0])                        # one distribution everywhere
+    assert model.describe().startswith("Majority fallback")
+    entries = {e.what: e for e in model.privacy.entries}
+    assert set(entries) == {PRIOR_LABEL, MAJORITY_LABEL}
+    assert 0.0099 <= model.privacy.epsilon <= 0.01
+    np.testing.assert_array_equal(model.predict(X), 0)      # the majority, 80% of the rows
+
+
+@pytest.mark.parametrize("method", FORESTS)
+def test_ample_budget_learns_and_the_ledger_is_the_same_total(data, method):
+    X, _ = data
+    y = (X[:, 0] > 0.5).astype(int)
+    model = dpjax.fit(X, y, method=method, epsilon=20.0, bounds=(0, 1), key=0)
+    assert not model.describe().startswith("Majority fallback")
+    whats = [e.what for e in model.privacy.entries]
+    assert PRIOR_LABEL in whats and MAJORITY_LABEL not in whats
+    assert 20.0 * (1 - 2e-3) <= model.privacy.epsilon <= 20.0
+    assert model.score(X, y) > 0.9
+
+
+def test_paper_budget_has_no_prior(data):
+    X, y = data
+    model = dpjax.fit(X, y, method="rf_laplace", epsilon=0.01, bounds=(0, 1), key=0,
+                      budget="paper")
+    assert [e.what for e in model.privacy.entries] == ["leaf class counts"]
+
+
+def test_prior_hyper_parameters_sweep_in_one_program(data):
+    X, y = data
+    sweep = dpjax.sweep(X, y, method="random_trees", epsilon=[0.01, 20.0], seeds=1,
+                        bounds=(0, 1), n_trees=3, depth=3)
+    leaf = np.asarray(sweep.params.leaf)
+    assert np.all(leaf[0, 0] == leaf[0, 0, 0, 0])           # ε = 0.01: the fallback
+    assert not np.all(leaf[1, 0] == leaf[1, 0, 0, 0])       # ε = 20: a forest
+    for eps, ledger in zip([0.01, 20.0], sweep.ledgers, strict=True):
+        assert eps * (1 - 2e-3) <= ledger.epsilon <= eps
