@@ -26,7 +26,7 @@ from tests.helpers.api import SMALL, assert_spent
 def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring):
     X, y, bounds = toy_xy
     model = dpjax.fit(X, y, epsilon=epsilon, bounds=bounds, key=0, n_trees=n_trees, depth=2,
-                      neighbouring=neighbouring)
+                      neighbouring=neighbouring, prior_share=0.0)   # Bojarski et al.'s forest
     ledger = model.privacy
     assert ledger.private
     assert ledger.requested_epsilon == epsilon

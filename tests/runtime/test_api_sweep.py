@@ -37,8 +37,10 @@ def test_sweep_shapes_and_ledgers(toy_xy, toy_sweep):
         assert ledger.private
         assert ledger.requested_epsilon == eps
         assert_spent(ledger.epsilon, eps)
-        assert ledger.entries[-1].count == 3
-        assert_spent(ledger.entries[-1].epsilon, eps / 3)
+        prior, rest = ledger.entries           # the class prior, then the leaves or fallback
+        assert_spent(prior.epsilon, 0.1 * eps)
+        assert rest.count == (3 if rest.what == "leaf class counts" else 1)
+        assert_spent(rest.total_epsilon, 0.9 * eps)
     proba = sweep.predict_proba(X)
     assert proba.shape == (2, 3, len(y), 2)
     np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=1e-5)

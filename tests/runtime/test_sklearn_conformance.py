@@ -75,5 +75,8 @@ def test_sample_weight_in_the_unit_interval_where_the_counts_take_it(estimator):
         return
     weighted = fitted.fit(X, y, sample_weight=np.linspace(0, 1, 40))
     assert weighted.privacy_.epsilon <= 1.0
-    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
-        sklearn.base.clone(estimator).fit(X, y, sample_weight=np.full(40, 2.0))
+    with pytest.warns(UserWarning, match=r"clipped into it"):
+        clipped = sklearn.base.clone(estimator).fit(X, y, sample_weight=np.full(40, 2.0))
+    assert clipped.privacy_.epsilon <= 1.0
+    with pytest.raises(ValueError, match="finite"):
+        sklearn.base.clone(estimator).fit(X, y, sample_weight=np.full(40, np.nan))

@@ -84,10 +84,11 @@ class Forest(Learner):
         leaf = np.asarray(params.leaf)
         if leaf.size and np.all(leaf == leaf.reshape(-1, leaf.shape[-1])[0]):
             return ("Majority fallback: every leaf holds the same class scores, "
-                    f"{class_scores_text(leaf.reshape(-1, leaf.shape[-1])[:1], classes)}. With DP "
-                    "this is the public schedule's choice (at this budget and released size the "
-                    "leaves could not beat their noise): the forest predicts the class "
-                    "distribution released from the class counts, whatever the features.")
+                    f"{class_scores_text(leaf.reshape(-1, leaf.shape[-1])[:1], classes)}, so "
+                    "the forest predicts one class distribution whatever the features. With DP "
+                    "and the class prior this is the public schedule's choice (at this budget "
+                    "and released size the leaves could not beat their noise): the distribution "
+                    "released from the class counts.")
         return describe_dense_trees(
             np.asarray(params.feature), np.asarray(params.threshold), spec,
             lambda t, a, b: class_scores_text(leaf[t, a:b], classes),

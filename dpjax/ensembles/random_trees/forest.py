@@ -81,7 +81,8 @@ def leaf_distribution(key: jax.Array, counts: jax.Array, estimate: str,
 
     ``pseudo`` (``[C]``, released or public): pseudo-counts added to the counts (after the
     add-one of ``"smoothed"``, before the argmax of ``"label"``): a leaf whose evidence is
-    weaker than them follows them (:func:`fit`'s shrinkage to the released class prior).
+    weaker than them follows them (:func:`fit`'s shrinkage to the released class prior). The
+    ``"paper"`` estimate ignores them (it is Algorithm 2 exactly).
     """
     if estimate == "label":
         scores = counts if pseudo is None else counts + pseudo
@@ -191,7 +192,10 @@ def release_counts(
         # One example moves each class's count of a leaf by at most 1 under either relation; a
         # replaced example can touch two leaves of a tree, which share the tree's budget then.
         touched = 1 if per_leaf else int(sensitivity)
-        utility = counts if offset is None else counts + unit * offset
+        # the offset in whole units: the utilities stay exact integers (float32 rounding of
+        # a fractional offset could widen a neighbour's gap past the sensitivity)
+        utility = counts if offset is None else counts + jnp.floor(unit * offset).astype(
+            counts.dtype)
         label, cost = permute_and_flip(key, utility, float(unit), parts(epsilon_each, touched),
                                        label="sens. 1")
         return label, (cost if per_leaf else parallel(cost, touched=touched))
@@ -266,7 +270,7 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
         # distribution, ``shrinkage`` times the Laplace scale of a tree's counts
         scale = context.sensitivity * n_trees / jnp.maximum(epsilon, 1e-30)
         weights = jnp.maximum(prior, 0.0) + 0.5
-        pseudo = traced["shrinkage"] * scale * weights / weights.sum()
+        pseudo = traced["shrinkage"] * scale * (weights / weights.sum())
     else:
         pseudo = None
     release, cost = release_counts(
@@ -286,8 +290,9 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
     pooled = pooled_counts([(prior, prior_epsilon), (again, epsilon)])
     majority = jnp.broadcast_to(leaf_estimates(k_fallback, pooled, n_classes, noise="laplace",
                                                estimate=config.leaf_estimate), leaf.shape)
-    costs[COSTS[config.noise]] = cost.gated(learns)
-    costs[MAJORITY_LABEL] = majority_cost.gated(~learns)
+    # a budget too small to release (NaN cost) is refused whichever branch the prior picked
+    costs[COSTS[config.noise]] = cost.gated(learns | ~jnp.isfinite(cost.epsilon))
+    costs[MAJORITY_LABEL] = majority_cost.gated(~learns | ~jnp.isfinite(majority_cost.epsilon))
     leaf = jnp.where(learns, leaf, majority)
     return DenseTree(feature=feature, threshold=threshold, leaf=leaf), costs
 

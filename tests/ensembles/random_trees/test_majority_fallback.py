@@ -86,3 +86,20 @@ def test_prior_hyper_parameters_sweep_in_one_program(data):
     assert not np.all(leaf[1, 0] == leaf[1, 0, 0, 0])       # ε = 20: a forest
     for eps, ledger in zip([0.01, 20.0], sweep.ledgers, strict=True):
         assert eps * (1 - 2e-3) <= ledger.epsilon <= eps
+
+
+def test_exponential_offset_is_added_in_whole_units():
+    """RF-E's utility offset is floored to whole units, so the utilities stay exact integers
+    (a fractional offset rounded in float32 could widen a neighbour's gap past the
+    sensitivity): a fractional offset selects exactly as its floor does."""
+    import jax
+    import jax.numpy as jnp
+
+    from dpjax.ensembles.random_trees.forest import release_counts
+
+    counts = jnp.asarray(np.random.default_rng(0).integers(0, 2**20, (3, 4, 2)), jnp.int32)
+    kwargs = dict(sensitivity=1.0, noise="exponential", budget="parallel", unit=256)
+    key = jax.random.key(2)
+    fractional = release_counts(key, counts, 0.5, offset=jnp.asarray([3.999, 0.5]), **kwargs)
+    whole = release_counts(key, counts, 0.5, offset=jnp.asarray([1023 / 256, 0.5]), **kwargs)
+    np.testing.assert_array_equal(fractional[0], whole[0])

@@ -187,7 +187,8 @@ def noisy_count_fit(n_trees: int, sensitivity: float):
 
     codes, y = make_data(6, 150)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rt, "leaf_distribution", lambda key, counts, estimate="smoothed": counts)
+        patch.setattr(rt, "leaf_distribution",
+                      lambda key, counts, estimate="smoothed", pseudo=None: counts)
         return jax.jit(counts).lower(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
                                      1.0).compile()
 

@@ -80,7 +80,7 @@ def test_rf_laplace_parallel_budget_and_rf_exponential_paper_ledgers(easy):
     (X, y), _ = easy
     for neighbouring, sensitivity in (("add_remove", 1.0), ("replace_one", 2.0)):
         model = dpjax.fit(X, y, method="rf_laplace", epsilon=EPS, bounds=BOUNDS, key=0,
-                          budget="parallel", neighbouring=neighbouring)
+                          budget="parallel", prior_share=0.0, neighbouring=neighbouring)
         (entry,) = model.privacy.entries
         assert entry.private and entry.count == T_DEFAULT
         assert entry.epsilon == pytest.approx(laplace_cost(EPS, T_DEFAULT, sensitivity),
@@ -97,7 +97,7 @@ def test_rf_laplace_parallel_budget_and_rf_exponential_paper_ledgers(easy):
     assert entry.epsilon <= EPS / N_LEAVES
     assert_within_budget(model.privacy.epsilon, EPS)
     model = dpjax.fit(X, y, method="rf_exponential", epsilon=EPS, bounds=BOUNDS, key=0,
-                      budget="parallel", neighbouring="replace_one")
+                      budget="parallel", prior_share=0.0, neighbouring="replace_one")
     (entry,) = model.privacy.entries
     assert entry.count == T_DEFAULT
     assert entry.epsilon == pytest.approx(float(leaf_epsilon(jnp.float32(EPS), T_DEFAULT,
