@@ -244,6 +244,10 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
     (instead of an out-of-memory kill). Reads only shapes and hyper-parameters."""
     limits = [(config.row_limit(private), f"{config.name} fits at most {{}} rows (its exact "
                "statistics are int32 sums); subsample the data")]
+    if weighted and config.weighted_row_limit() is not None:
+        limits.append((config.weighted_row_limit(), f"{config.name} with sample_weight takes "
+                       "at most {} rows (its selection reads the weighted counts in float32, "
+                       "exact below 2**24 units)"))
     if weighted:
         limits.append((fixed_point.MAX_ROWS, "sample_weight takes at most {} rows (exact "
                        "fixed-point weighted counts)"))

@@ -174,6 +174,11 @@ class Learner:
         :func:`dpjax.fit` refuses more before any work."""
         return None
 
+    def weighted_row_limit(self) -> int | None:
+        """The most rows a fit with ``sample_weight`` takes beyond the fixed-point limit
+        (:data:`dpjax.privacy.fixed_point.MAX_ROWS`), or ``None``."""
+        return None
+
     def describe(self, params: Any, spec: Any, classes: tuple) -> str | None:
         """A readable account of the fitted model for :meth:`dpjax.Model.summary` (``spec``:
         the public :class:`~dpjax.data.FeatureSpec`), or ``None``."""

@@ -86,3 +86,20 @@ def test_weights_outside_the_unit_interval_are_clipped_with_a_warning(data):
     clipped = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=3,
                         sample_weight=np.clip(weights, 0.0, 1.0), **FOREST)
     chex.assert_trees_all_equal(model.params, clipped.params)
+
+
+def test_weighted_rf_exponential_stops_where_float32_utilities_stop_being_exact():
+    """RF-E's permute-and-flip reads the weighted fixed-point counts in float32: exact below
+    ``2**24`` units, so weighted RF-E takes at most 65,535 rows (refused before any work);
+    RF-L's Laplace release is exact in int32 up to the fixed-point limit."""
+    from dpjax._preparation import check_limits
+    from dpjax.learners import get_learner
+
+    shape = (2**24 // fixed_point.UNIT, 3)
+    with pytest.raises(ValueError, match="rf_exponential with sample_weight takes at most"):
+        check_limits(get_learner("rf_exponential"), shape, 10, 2, 1, private=True,
+                     weighted=True)
+    check_limits(get_learner("rf_exponential"), (shape[0] - 1, 3), 10, 2, 1, private=True,
+                 weighted=True)
+    check_limits(get_learner("rf_exponential"), shape, 10, 2, 1, private=True)
+    check_limits(get_learner("rf_laplace"), shape, 10, 2, 1, private=True, weighted=True)

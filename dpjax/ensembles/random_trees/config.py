@@ -29,6 +29,7 @@ from dpjax.learner import (
     unit_interval,
 )
 from dpjax.mechanisms.exact import LANE_BYTES
+from dpjax.privacy import fixed_point
 from dpjax.trees.dense import MAX_DEPTH, DenseTree
 from dpjax.trees.describe import class_scores_text, describe_dense_trees, tree_importances
 from dpjax.trees.grow import THRESHOLD_RANGES
@@ -141,3 +142,9 @@ class RFExponential(RFLaplace):
     name: ClassVar[str] = "rf_exponential"
     noise: str = hyper("exponential", choice("exponential"))
     shrinkage: float = traced(0.0, non_negative_float)
+
+    def weighted_row_limit(self) -> int | None:
+        """Weighted counts are fixed point (``2**8`` units a record) and permute-and-flip
+        reads them in float32: exact while a count stays below ``2**24`` units, so at most
+        65,535 weighted rows (unweighted counts stay exact up to the usual limits)."""
+        return 2**24 // fixed_point.UNIT - 1
