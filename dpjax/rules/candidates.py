@@ -94,13 +94,39 @@ def candidate_pairs(literals: Literals, max_card: int) -> np.ndarray:
     return np.argwhere(candidate_mask(literals, max_card)).astype(np.int32)
 
 
-def pair_counts(values: jax.Array, weight: jax.Array) -> jax.Array:
-    """``Σ_rows weight·value_i·value_j`` for every literal pair, int32 ``[L, L]`` (exact: an
-    integer-valued float32 product at ``HIGHEST`` precision, every sum below ``2**24``)."""
-    v = values.astype(jnp.float32)
-    gram = jnp.matmul((v * weight.astype(jnp.float32)[:, None]).T, v,
-                      precision=jax.lax.Precision.HIGHEST)
-    return gram.astype(jnp.int32)
+BLOCK_ELEMENTS = 2**24
+"""Rows of the literal matrix are read in blocks of about this many entries (at least
+:data:`MIN_BLOCK_ROWS` rows): the float32 operands of a block's Gram matrix, not of all rows."""
+MIN_BLOCK_ROWS = 1024
+
+
+def row_block(m: int, n_literals: int) -> int:
+    """Rows per block of :func:`pair_counts` (static): all ``m`` when they fit one block."""
+    return min(m, max(MIN_BLOCK_ROWS, BLOCK_ELEMENTS // max(n_literals, 1)))
+
+
+def pair_counts(values: jax.Array, weight: jax.Array, block: int | None = None) -> jax.Array:
+    """``Σ_rows weight·value_i·value_j`` for every literal pair, int32 ``[L, L]``, exact: each
+    block of ``block`` rows (default :func:`row_block`) is an integer-valued float32 product at
+    ``HIGHEST`` precision (its sums below ``2**24``), and the blocks add up in int32. Only one
+    block's float32 operands exist at a time, so memory stays ``O(block·L + L²)`` past the
+    ``[m, L]`` literal matrix itself."""
+    m, n_literals = values.shape
+    block = row_block(m, n_literals) if block is None else block
+    blocks = -(-m // block)
+    pad = blocks * block - m
+    rows = jnp.pad(values, ((0, pad), (0, 0))).reshape(blocks, block, n_literals)
+    weights = jnp.pad(weight, (0, pad)).reshape(blocks, block)
+
+    def add_block(total: jax.Array, part: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
+        v = part[0].astype(jnp.float32)
+        gram = jnp.matmul((v * part[1].astype(jnp.float32)[:, None]).T, v,
+                          precision=jax.lax.Precision.HIGHEST)
+        return total + gram.astype(jnp.int32), None
+
+    total, _ = jax.lax.scan(add_block, jnp.zeros((n_literals, n_literals), jnp.int32),
+                            (rows, weights))
+    return total
 
 
 def gini_count(a: jax.Array, b: jax.Array) -> jax.Array:

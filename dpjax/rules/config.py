@@ -22,7 +22,7 @@ from dpjax.learner import (
     unit_interval,
 )
 from dpjax.rules import greedy
-from dpjax.rules.candidates import MAX_ROWS
+from dpjax.rules.candidates import MAX_ROWS, row_block
 from dpjax.rules.describe import describe_rule_list
 from dpjax.rules.greedy import (
     CALIBRATIONS,
@@ -117,7 +117,10 @@ class RuleListLearner(Learner):
         return []
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
-        """The codes, the literal matrix and the candidates' scores and noise."""
-        literals = 2 * n * max_codes
-        return 2.0 * m * n + 12.0 * m * literals + 48.0 * literals**2 * self.max_rules
+        """The codes, the bool literal matrix (and its padded copy, read in row blocks), one
+        block's float32 Gram operands, and the candidates' pair counts, scores and noise."""
+        literals = 4 * n * max_codes
+        block = row_block(m, literals)
+        return (2.0 * m * n + 3.0 * m * literals + 16.0 * block * literals
+                + 64.0 * literals**2 * self.max_rules)
 

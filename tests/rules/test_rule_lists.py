@@ -34,7 +34,13 @@ from dpjax.mechanisms.smooth_sensitivity import (
     smooth_sensitivity_gini,
 )
 from dpjax.rules import SELECTIONS, UnprovenClaimWarning, gini_count, literal_table, node_stats
-from dpjax.rules.candidates import MAX_ROWS, literal_values, normalised_gini
+from dpjax.rules.candidates import (
+    MAX_ROWS,
+    literal_values,
+    normalised_gini,
+    pair_counts,
+    row_block,
+)
 from dpjax.rules.greedy import COUNT_SENSITIVITY, delta_shares, node_epsilon
 from tests.conftest import Z, binomial_tolerance, pf_probabilities
 from tests.helpers.fits import fit_rule_list
@@ -879,3 +885,21 @@ def test_single_class_training_set_fits():
     assert model.classes == (0, 1)
     assert model.privacy.private and model.privacy.epsilon <= 1.0
     assert np.mean(np.asarray(model.predict(AND_X)) == 0) >= 0.95
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1000])
+def test_pair_counts_in_row_blocks_are_exact(block):
+    """The Gram matrices read the literal matrix in row blocks (the last one padded with
+    zero-weight rows): the same exact integers as one product over all rows."""
+    rng = np.random.default_rng(4)
+    values = rng.random((1000, 12)) < 0.4
+    weight = rng.integers(0, 2, 1000).astype(np.int32)
+    want = (values * weight[:, None]).astype(np.int64).T @ values.astype(np.int64)
+    got = np.asarray(jax.jit(pair_counts, static_argnums=2)(values, weight, block))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_row_blocks_bound_the_float_operands():
+    assert row_block(1000, 400) == 1000                     # one block when the rows fit
+    assert row_block(10**7, 400) == 2**24 // 400            # else about 2**24 entries each
+    assert row_block(10**7, 10**6) == 1024                  # and at least 1024 rows
