@@ -1,4 +1,5 @@
-"""The released sample size: a noisy row count, for learners whose analysis needs a size.
+"""The released sample size: a noisy row count, for learners whose analysis needs a size; and
+the released class counts (a size and a class prior at once), pooled across releases.
 
 Under add/remove neighbours the row count ``m`` is private. A learner that needs a size (to set
 a sensitivity, to normalise a weight) takes a public one: declared by the user, the row count
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy.costs import Cost
@@ -27,3 +29,21 @@ def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.A
     size, cost = laplace_mechanism(key, jnp.int32(n_rows), 1, epsilon, integer=True,
                                    label="sens. 1")
     return jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE), cost
+
+
+def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
+                         sensitivity: float, unit: int = 1) -> tuple[jax.Array, Cost]:
+    """The class counts ``totals [C]`` (int32, in units of ``1/unit`` of a record) with exact
+    discrete Laplace noise at ``epsilon`` (L1 sensitivity ``sensitivity``: a record is in one
+    class), as float32 records, and the cost."""
+    noisy, cost = laplace_mechanism(key, totals, sensitivity * unit, epsilon, integer=True,
+                                    label=f"L1 sens. {sensitivity:g}")
+    return noisy / unit, cost
+
+
+def pooled_counts(releases: list[tuple[jax.Array, ArrayLike]]) -> jax.Array:
+    """Noisy class counts released at budgets ``ε_k``, pooled by inverse variance (weights
+    ``ε_k²``; post-processing)."""
+    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
+    counts = jnp.stack([c for c, _ in releases])
+    return jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)

@@ -111,6 +111,7 @@ from dpjax.mechanisms.gaussian import (
     gaussian_mechanism,
 )
 from dpjax.mechanisms.laplace import integer_grid, laplace_mechanism
+from dpjax.mechanisms.size import pooled_counts, release_class_counts
 from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
     WHOLE,
@@ -338,8 +339,7 @@ def release_counts(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
     counts = jnp.stack([y.shape[0] - positive, positive]).astype(jnp.int32)
     cost = None
     if epsilon is not None:
-        counts, cost = laplace_mechanism(key, counts, sensitivity, epsilon, integer=True,
-                                         label=f"L1 sens. {sensitivity:g}")
+        counts, cost = release_class_counts(key, counts, epsilon, sensitivity)
     counts = counts.astype(jnp.float32)
     return counts, counts.sum(), cost
 
@@ -348,10 +348,7 @@ def pooled_prior(releases: list[tuple[jax.Array, ArrayLike]]) -> tuple[jax.Array
     """``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ = ñ_0 + ñ_1`` from one or more noisy
     releases of the class counts at budgets ``ε_k``, pooled by inverse variance (weights
     ``ε_k²``; post-processing), each count floored at 1."""
-    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
-    counts = jnp.stack([c for c, _ in releases])
-    pooled = jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
-    pooled = jnp.maximum(pooled, 1.0)
+    pooled = jnp.maximum(pooled_counts(releases), 1.0)
     return jnp.log(pooled[1] / pooled[0]), pooled.sum()
 
 

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 
 from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, permute_and_flip
+from dpjax.mechanisms.size import pooled_counts, release_class_counts
 from dpjax.privacy import Cost, fixed_point, parallel
 from dpjax.privacy.composition import parts, share
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
@@ -268,7 +269,7 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
                                                          context.sensitivity, unit)
         # a leaf's evidence is weighed against the prior: pseudo-counts of the prior's class
         # distribution, ``shrinkage`` times the Laplace scale of a tree's counts
-        scale = context.sensitivity * n_trees / jnp.maximum(epsilon, 1e-30)
+        scale = count_scale(epsilon, n_trees, context.sensitivity)
         weights = jnp.maximum(prior, 0.0) + 0.5
         pseudo = traced["shrinkage"] * scale * (weights / weights.sum())
     else:
@@ -282,8 +283,7 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
     if not with_prior:
         return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {
             COSTS[config.noise]: cost}
-    learns = forest_learns(jnp.maximum(prior, 0.0).sum(), epsilon, n_trees, depth,
-                           context.sensitivity, traced["min_signal"])
+    learns = forest_learns(jnp.maximum(prior, 0.0).sum(), scale, depth, traced["min_signal"])
     # the fallback spends the leaves' budget on the class counts again, pooled with the prior
     again, majority_cost = release_class_counts(k_majority, totals, epsilon,
                                                 context.sensitivity, unit)
@@ -304,31 +304,18 @@ PRIOR_LABEL = "class counts (released size, majority)"
 MAJORITY_LABEL = "class counts again (majority fallback)"
 
 
-def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
-                         sensitivity: float, unit: int) -> tuple[jax.Array, Cost]:
-    """The class counts ``totals [C]`` (int32, in units of ``1/unit`` of a record) with exact
-    discrete Laplace noise at ``epsilon`` (L1 sensitivity ``sensitivity``: a record is in one
-    class), float32 records."""
-    noisy, cost = laplace_mechanism(key, totals, sensitivity * unit, epsilon, integer=True,
-                                    label=f"L1 sens. {sensitivity:g}")
-    return noisy / unit, cost
+def count_scale(epsilon: jax.Array, n_trees: int, sensitivity: float) -> jax.Array:
+    """The Laplace scale ``Δ·T/ε`` of a tree's counts when ``T`` trees share the leaves'
+    budget ``ε``."""
+    return sensitivity * n_trees / jnp.maximum(jnp.asarray(epsilon, jnp.float32), 1e-30)
 
 
-def pooled_counts(releases: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
-    """Noisy class counts released at budgets ``ε_k``, pooled by inverse variance (weights
-    ``ε_k²``; post-processing)."""
-    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
-    counts = jnp.stack([c for c, _ in releases])
-    return jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
-
-
-def forest_learns(size: jax.Array, epsilon: jax.Array, n_trees: int, depth: int,
-                  sensitivity: float, min_signal: jax.Array) -> jax.Array:
+def forest_learns(size: jax.Array, scale: jax.Array, depth: int,
+                  min_signal: jax.Array) -> jax.Array:
     """The public schedule of the parallel budget: the forest is fitted where an average leaf's
-    records ``ñ/2^d`` are at least ``min_signal`` times the Laplace scale ``Δ·T/ε`` of its
-    tree's counts (``ñ`` the released size, ``ε`` the leaves' budget); below that the leaves
-    are noise and the forest predicts the released majority instead."""
-    scale = sensitivity * n_trees / jnp.maximum(jnp.asarray(epsilon, jnp.float32), 1e-30)
+    records ``ñ/2^d`` are at least ``min_signal`` times the Laplace scale of its tree's counts
+    (``ñ`` the released size, ``scale`` from :func:`count_scale`); below that the leaves are
+    noise and the forest predicts the released majority instead."""
     return size / 2.0**depth >= min_signal * scale
 
 

@@ -10,6 +10,7 @@ import dpjax
 from dpjax.ensembles.random_trees.forest import (
     MAJORITY_LABEL,
     PRIOR_LABEL,
+    count_scale,
     forest_learns,
     leaf_distribution,
 )
@@ -27,11 +28,13 @@ def data():
 
 def test_schedule_compares_a_leafs_rows_with_its_trees_noise():
     # ñ/2^d rows per leaf against min_signal·Δ·T/ε
-    assert bool(forest_learns(1600.0, 1.0, 10, 4, 1.0, 1.0))       # 100 >= 10
-    assert not bool(forest_learns(1600.0, 0.1, 10, 4, 1.0, 1.01))  # 100 < 101
-    assert bool(forest_learns(1600.0, 0.1, 10, 4, 1.0, 0.99))
-    assert not bool(forest_learns(1600.0, 1.0, 10, 4, 2.0, 6.0))   # replace-one: Δ = 2
-    assert bool(forest_learns(0.0, 1.0, 10, 4, 1.0, 0.0))          # min_signal 0: always
+    assert float(count_scale(1.0, 10, 1.0)) == 10.0
+    assert float(count_scale(0.1, 10, 2.0)) == pytest.approx(200.0)  # replace-one: Δ = 2
+    assert bool(forest_learns(1600.0, count_scale(1.0, 10, 1.0), 4, 1.0))       # 100 >= 10
+    assert not bool(forest_learns(1600.0, count_scale(0.1, 10, 1.0), 4, 1.01))  # 100 < 101
+    assert bool(forest_learns(1600.0, count_scale(0.1, 10, 1.0), 4, 0.99))
+    assert not bool(forest_learns(1600.0, count_scale(1.0, 10, 2.0), 4, 6.0))
+    assert bool(forest_learns(0.0, count_scale(1.0, 10, 1.0), 4, 0.0))  # min_signal 0: always
 
 
 def test_pseudo_counts_pull_weak_leaves_to_the_prior():
