@@ -111,21 +111,32 @@ def pair_counts(values: jax.Array, weight: jax.Array, block: int | None = None) 
     ``HIGHEST`` precision (its sums below ``2**24``), and the blocks add up in int32. Only one
     block's float32 operands exist at a time, so memory stays ``O(block·L + L²)`` past the
     ``[m, L]`` literal matrix itself."""
+    n_literals = values.shape[1]
+
+    def gram(v: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.matmul((v * w[:, None]).T, v, precision=jax.lax.Precision.HIGHEST)
+
+    return blockwise_sum(gram, values, weight, (n_literals, n_literals), block)
+
+
+def blockwise_sum(product, values: jax.Array, weight: jax.Array, shape: tuple[int, int],
+                  block: int | None) -> jax.Array:
+    """``Σ_blocks product(v, w)`` over row blocks of the bool ``values [m, L]`` and the integer
+    ``weight [m, ...]`` as float32 (exact: integer sums below ``2**24`` per block), added up in
+    int32."""
     m, n_literals = values.shape
     block = row_block(m, n_literals) if block is None else block
     blocks = -(-m // block)
     pad = blocks * block - m
     rows = jnp.pad(values, ((0, pad), (0, 0))).reshape(blocks, block, n_literals)
-    weights = jnp.pad(weight, (0, pad)).reshape(blocks, block)
+    weights = jnp.pad(weight, ((0, pad),) + ((0, 0),) * (weight.ndim - 1))
+    weights = weights.reshape((blocks, block) + weight.shape[1:])
 
     def add_block(total: jax.Array, part: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
-        v = part[0].astype(jnp.float32)
-        gram = jnp.matmul((v * part[1].astype(jnp.float32)[:, None]).T, v,
-                          precision=jax.lax.Precision.HIGHEST)
-        return total + gram.astype(jnp.int32), None
+        v, w = part[0].astype(jnp.float32), part[1].astype(jnp.float32)
+        return total + product(v, w).astype(jnp.int32), None
 
-    total, _ = jax.lax.scan(add_block, jnp.zeros((n_literals, n_literals), jnp.int32),
-                            (rows, weights))
+    total, _ = jax.lax.scan(add_block, jnp.zeros(shape, jnp.int32), (rows, weights))
     return total
 
 
@@ -170,15 +181,61 @@ class NodeStats(NamedTuple):
 
 
 def node_stats(values: jax.Array, remaining: jax.Array, y: jax.Array,
-               pairs: np.ndarray) -> NodeStats:
-    """The Gini-weighted counts of the candidates ``pairs [C, 2]`` (literal indices) of a
-    node: the caught part and the rest."""
+               pairs: np.ndarray | tuple[jax.Array, jax.Array]) -> NodeStats:
+    """The Gini-weighted counts of the candidates ``pairs`` (literal indices ``[C, 2]``, or the
+    pair of index arrays ``(first [C], second [C])``) of a node: the caught part and the
+    rest."""
     remaining = remaining.astype(jnp.int32)
     positive = remaining * y.astype(jnp.int32)
-    first, second = jnp.asarray(pairs[:, 0]), jnp.asarray(pairs[:, 1])
+    if isinstance(pairs, np.ndarray):
+        pairs = (jnp.asarray(pairs[:, 0]), jnp.asarray(pairs[:, 1]))
+    first, second = pairs
     caught = pair_counts(values, remaining)[first, second]
     caught_pos = pair_counts(values, positive)[first, second]
-    size, pos = jnp.sum(remaining), jnp.sum(positive)
+    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(positive))
+
+
+def literal_counts(codes: jax.Array, weights: jax.Array, literals: Literals,
+                   n_codes_per_feature: np.ndarray) -> jax.Array:
+    """``Σ_rows weights[k]·literal_j(row)`` for every literal, int32 ``[K, L]``, exact, from
+    the features' weighted code histograms (one segment sum over the ``m·n`` codes) and their
+    prefix sums: a literal's count is its interval's sum (or the total minus it), so the cost is
+    ``O(m·n + L)`` and no ``[m, L]`` literal matrix exists."""
+    n_codes = np.asarray(n_codes_per_feature, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_codes)[:-1]])
+    m, n = codes.shape
+    k = weights.shape[0]
+    flat = codes.astype(jnp.int32) + jnp.asarray(offsets, jnp.int32)
+    data = jnp.broadcast_to(weights.T.astype(jnp.int32)[:, None, :], (m, n, k))
+    hist = jax.ops.segment_sum(data.reshape(m * n, k), flat.reshape(-1),
+                               num_segments=int(n_codes.sum()))
+    prefix = jnp.concatenate([jnp.zeros((1, k), jnp.int32), jnp.cumsum(hist, axis=0)])
+    start = offsets[literals.feature] + literals.lo
+    inside = prefix[start + literals.hi - literals.lo + 1] - prefix[start]      # [L, K]
+    total = jnp.sum(weights.astype(jnp.int32), axis=1)
+    return jnp.where(jnp.asarray(literals.inside)[:, None], inside, total[None, :] - inside).T
+
+
+def extension_stats(codes: jax.Array, remaining: jax.Array, y: jax.Array, literals: Literals,
+                    n_codes_per_feature: np.ndarray, caught_by: jax.Array | None = None
+                    ) -> NodeStats:
+    """The Gini-weighted counts of the ``L`` candidates ``(first, j)`` of a node, ``j`` every
+    literal, where ``caught_by`` (bool ``[m]``) holds the rows the literal ``first`` catches
+    (``None``: the single literals ``j``), with ``∅`` at index 0: :func:`literal_counts`,
+    ``O(m·n + L)`` (the single literals and the greedy pair search of
+    :func:`dpjax.rules.greedy.fit`)."""
+    rows = (remaining if caught_by is None else remaining & caught_by).astype(jnp.int32)
+    positive = y.astype(jnp.int32)
+    caught, caught_pos = literal_counts(codes, jnp.stack([rows, rows * positive]), literals,
+                                        n_codes_per_feature)
+    remaining = remaining.astype(jnp.int32)
+    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(remaining * positive))
+
+
+def split_stats(caught: jax.Array, caught_pos: jax.Array, size: jax.Array,
+                pos: jax.Array) -> NodeStats:
+    """:class:`NodeStats` of candidates that catch ``caught`` records, ``caught_pos`` of them
+    positive, of a node with ``size`` records, ``pos`` positive (``∅`` first)."""
     caught_neg = caught - caught_pos
     rest_pos, rest_neg = pos - caught_pos, (size - pos) - caught_neg
     caught_part = gini_count(caught_pos, caught_neg)
@@ -186,6 +243,29 @@ def node_stats(values: jax.Array, remaining: jax.Array, y: jax.Array,
     empty = gini_count(pos, size - pos)
     return NodeStats(jnp.concatenate([empty[None], split]),
                      jnp.concatenate([jnp.full(1, -1, jnp.int32), caught_part]), size)
+
+
+def device_pairs(literals: Literals, max_card: int) -> tuple[jax.Array, jax.Array]:
+    """The candidates' literal pairs of :func:`candidate_pairs`, built on the device from the
+    ``L`` literals' features (``jnp.nonzero`` of the mask, its size static): no ``L²`` table is
+    baked into the program as a constant."""
+    feature = jnp.asarray(literals.feature)
+    index = jnp.arange(literals.size)
+    mask = index[:, None] == index[None, :]
+    if max_card > 1:
+        mask = mask | ((index[:, None] < index[None, :])
+                       & (feature[:, None] != feature[None, :]))
+    first, second = jnp.nonzero(mask, size=n_candidate_pairs(literals, max_card))
+    return first.astype(jnp.int32), second.astype(jnp.int32)
+
+
+def n_candidate_pairs(literals: Literals, max_card: int) -> int:
+    """The number of candidates (without ``∅``): ``L`` single literals and, with ``max_card =
+    2``, the pairs of literals of different features."""
+    if max_card == 1:
+        return literals.size
+    per_feature = np.bincount(literals.feature)
+    return literals.size + (literals.size**2 - int(np.sum(per_feature**2))) // 2
 
 
 def normalised_gini(score: jax.Array, size: jax.Array) -> jax.Array:

@@ -16,13 +16,21 @@ from dpjax.learner import (
     Learner,
     choice,
     hyper,
+    non_negative_float,
     or_literal,
     positive_int,
     register,
+    traced,
     unit_interval,
 )
 from dpjax.rules import greedy
-from dpjax.rules.candidates import MAX_ROWS, row_block
+from dpjax.rules.candidates import (
+    MAX_ROWS,
+    Literals,
+    literal_table,
+    n_candidate_pairs,
+    row_block,
+)
 from dpjax.rules.describe import describe_rule_list
 from dpjax.rules.greedy import (
     CALIBRATIONS,
@@ -33,6 +41,11 @@ from dpjax.rules.greedy import (
     rule_list_predict,
     rule_list_proba,
 )
+
+PAIR_SEARCHES = ("auto", "exhaustive", "greedy")
+MAX_EXHAUSTIVE_PAIRS = 2**20
+"""``pair_search="auto"`` scores every literal pair while there are at most this many
+candidates (``L²/2``: about 1,450 literals), and searches pairs greedily past it."""
 
 
 class UnprovenClaimWarning(UserWarning):
@@ -51,7 +64,11 @@ class RuleListLearner(Learner):
     ``delta``), ``"exponential"``. ``min_support`` (``λ``) and ``confidence`` (``𝒞``, or
     ``"auto"``: its failure probability inside ``δ``) serve the smooth selections;
     ``calibration="paper"`` reproduces the paper's scales and budget split (not private: the
-    ledger says so). See :mod:`dpjax.rules.greedy`."""
+    ledger says so). ``prior_records`` (traced; private ``"provable"`` fits): that many
+    pseudo-records of the released class balance join every rule's counts before its label is
+    read, so a rule whose evidence is weaker predicts the majority (30, chosen on the shared
+    datasets with ``experiments/learner_defaults.py``: german at ε = 10 fell 0.02 below the
+    majority without it; 0 reads the counts alone). See :mod:`dpjax.rules.greedy`."""
 
     name: ClassVar[str] = "rule_list"
     binary: ClassVar[bool] = True
@@ -61,8 +78,27 @@ class RuleListLearner(Learner):
     calibration: str = hyper("provable", choice(*CALIBRATIONS))
     min_support: float = hyper(0.05, unit_interval(open_high=True))
     confidence: Any = hyper("auto", or_literal("auto", unit_interval(open_high=True)))
+    prior_records: float = traced(30.0, non_negative_float)
+    pair_search: str = hyper("auto", choice(*PAIR_SEARCHES))
+
+    def pair_search_for(self, literals: Literals) -> str:
+        """How a node searches its candidates (static, from the public schema): ``"singles"``
+        (``max_card = 1``: the literals' column sums), ``"exhaustive"`` (every pair of
+        literals of different features, two Gram matrices ``O(m·L²)``) or ``"greedy"`` (a
+        first literal, then its best conjunction, ``O(m·L)``; ``count_gini`` only): ``"auto"``
+        is exhaustive up to :data:`MAX_EXHAUSTIVE_PAIRS` candidates, or with a selection other
+        than ``count_gini``."""
+        if self.max_card == 1:
+            return "singles"
+        if self.pair_search == "auto":
+            many = n_candidate_pairs(literals, self.max_card) > MAX_EXHAUSTIVE_PAIRS
+            return "greedy" if many and self.selection == "count_gini" else "exhaustive"
+        return self.pair_search
 
     def validate(self) -> None:
+        if self.pair_search == "greedy" and self.selection != "count_gini":
+            raise ValueError("pair_search='greedy' goes with selection='count_gini' (the "
+                             "paper's selections score every pair: pair_search='exhaustive')")
         if self.calibration == "paper" and self.selection == "count_gini":
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
@@ -79,7 +115,7 @@ class RuleListLearner(Learner):
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[RuleList, Any]:
-        return greedy.fit(self, key, codes, y, epsilon, context)
+        return greedy.fit(self, key, codes, y, epsilon, context, traced)
 
     def proba(self, params: RuleList, codes: jax.Array) -> jax.Array:
         return rule_list_proba(params, codes)
@@ -120,6 +156,8 @@ class RuleListLearner(Learner):
         """The codes, the bool literal matrix (and its padded copy, read in row blocks), one
         block's float32 Gram operands, and the candidates' pair counts, scores and noise."""
         literals = 4 * n * max_codes
+        if self.pair_search_for(literal_table(np.full(n, max_codes))) != "exhaustive":
+            return 2.0 * m * n + 4.0 * m * literals + 64.0 * literals * self.max_rules
         block = row_block(m, literals)
         return (2.0 * m * n + 3.0 * m * literals + 16.0 * block * literals
                 + 64.0 * literals**2 * self.max_rules)

@@ -34,7 +34,7 @@ def literal_text(spec: FeatureSpec, feature: int, lo: int, hi: int, inside: bool
 def describe_rule_list(rules: RuleList, spec: FeatureSpec, classes: tuple) -> str:
     """The list as ``if … then …`` lines with the released counts of each rule."""
     arrays = [np.asarray(a) for a in rules]
-    feature, lo, hi, inside, active, counts, label = arrays
+    feature, lo, hi, inside, active, counts, label, _ = arrays
     lines = []
     for r in np.flatnonzero(active):
         parts = {literal_text(spec, int(feature[r, k]), int(lo[r, k]), int(hi[r, k]),

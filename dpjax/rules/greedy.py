@@ -39,9 +39,10 @@ Selections (``selection=``):
 
 The rules' labels come from noisy counts ``(c_0, c_1)`` of the records each rule catches and of
 the default rule's rest, ``q = 1`` iff ``c_1 >= c_0`` (Algorithm 2; counts clipped at 0 first,
-as :func:`rule_list_proba` reads them). The cells partition the
-data, so the counts are one histogram release of L1 sensitivity 1 (parallel composition; the
-paper charges a budget per rule).
+as :func:`rule_list_proba` reads them), after ``prior_records`` pseudo-records of the released
+class balance join each rule's counts (:func:`label_prior`; private ``"provable"`` fits). The
+cells partition the data, so the counts are one histogram release of L1 sensitivity 1 (parallel
+composition; the paper charges a budget per rule).
 
 Budget (``calibration="provable"``): ``ε`` in equal shares over the selections, the support
 checks (smooth selections only) and the count histogram, ``δ`` in equal shares over the nodes.
@@ -55,11 +56,14 @@ mode whose ledger says it is not private.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, report_noisy_min
@@ -77,7 +81,8 @@ from dpjax.privacy.composition import (
 from dpjax.rules.candidates import (
     FRACTION_BITS,
     NodeStats,
-    candidate_pairs,
+    device_pairs,
+    extension_stats,
     literal_table,
     literal_values,
     node_stats,
@@ -106,7 +111,8 @@ class RuleList(NamedTuple):
     """A fitted rule list: rule ``r`` is the conjunction of literals ``(feature, lo, hi, inside)
     [r, 0]`` and ``[r, 1]`` (equal for a single literal), used iff ``active[r]``; ``counts [R +
     1, 2]`` the released counts (label 0, label 1) of the records each rule caught, the default
-    rule last; ``label [R + 1]`` the class each rule predicts."""
+    rule last; ``label [R + 1]`` the class each rule predicts; ``prior [2]`` the pseudo-counts
+    added to every rule's counts before its label and scores are read (0 without them)."""
 
     feature: jax.Array
     lo: jax.Array
@@ -115,6 +121,7 @@ class RuleList(NamedTuple):
     active: jax.Array
     counts: jax.Array
     label: jax.Array
+    prior: jax.Array
 
 
 def node_epsilon(epsilon: jax.Array, selection: str, calibration: str, max_rules: int
@@ -216,6 +223,46 @@ def greedy_choice(stats: NodeStats, valid: jax.Array) -> jax.Array:
     return jnp.argmin(jnp.where(tied, stats.caught, big)).astype(jnp.int32)
 
 
+def greedy_pair(key: jax.Array, stats_of: Callable[[jax.Array | None], NodeStats],
+                literal_feature: jax.Array, epsilon: jax.Array | None, sensitivity: float
+                ) -> tuple[jax.Array, jax.Array, jax.Array, tuple[Cost, Cost]]:
+    """One node of the greedy pair search (``pair_search="greedy"``, ``count_gini``): the first
+    literal among ``∅`` and the single literals, then its conjunction with a literal of
+    another feature or none (the single itself), each by permute-and-flip at half the node's
+    ``ε`` (sequential; the second's candidates depend on the first's release only), each
+    ``O(m·n + L)`` (``stats_of(first)``: :func:`~dpjax.rules.candidates.extension_stats` of the
+    node's records, ``None`` for the singles) where the exhaustive search scores ``L²/2``
+    pairs. Without ``epsilon`` GreedyRL's choices (:func:`greedy_choice`; the
+    single wins ties with its conjunctions). Returns the first choice's index (0: ``∅``,
+    the list stops), the pair of literals and the two costs."""
+    k_first, k_second = jax.random.split(key)
+    n_literals = literal_feature.shape[0]
+    singles = stats_of(None)
+    every = jnp.ones(n_literals + 1, bool)
+    half = None if epsilon is None else share(epsilon, 1.0, 2)
+    zero = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
+
+    def choose(k: jax.Array, stats: NodeStats, valid: jax.Array) -> tuple[jax.Array, Cost]:
+        if half is None:
+            return greedy_choice(stats, valid), zero
+        return select_rule(k, stats.score, stats.size, valid, half, jnp.float32(0.0),
+                           selection="count_gini", calibration="provable",
+                           sensitivity=sensitivity, delta_smooth=0.0,
+                           n_candidates=n_literals + 1)
+
+    index, first_cost = choose(k_first, singles, every)
+    first = jnp.maximum(index - 1, 0)
+    extended = stats_of(first)
+    own = jnp.arange(n_literals) == first
+    extended = extended._replace(caught=extended.caught.at[1 + first].set(-1))
+    valid = jnp.concatenate([jnp.zeros(1, bool), (literal_feature != literal_feature[first])
+                             | own])
+    second, second_cost = choose(k_second, extended, valid)
+    second = jnp.maximum(second - 1, 0)
+    return index, jnp.minimum(first, second), jnp.maximum(first, second), (first_cost,
+                                                                          second_cost)
+
+
 class _Node(NamedTuple):
     remaining: jax.Array
     selected: jax.Array
@@ -224,7 +271,8 @@ class _Node(NamedTuple):
 
 
 def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
-        epsilon: jax.Array | None, context: FitContext) -> tuple[RuleList, dict[str, Cost]]:
+        epsilon: jax.Array | None, context: FitContext,
+        traced: dict[str, ArrayLike] | None = None) -> tuple[RuleList, dict[str, Cost]]:
     """Fit a rule list of at most ``config.max_rules`` rules of up to ``config.max_card``
     literals on ``codes [m, n]`` and binary ``y`` (module docstring; the fields are documented
     on :class:`~dpjax.rules.RuleListLearner`). ``epsilon=None``: GreedyRL without privacy (the
@@ -238,10 +286,24 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     sensitivity, delta, size = context.sensitivity, context.delta, context.size
     n_codes_per_feature = context.n_codes_per_feature
     literals = literal_table(n_codes_per_feature)
-    pairs_static = candidate_pairs(literals, max_card)
-    n_candidates = len(pairs_static) + 1                  # with ∅
-    first_of, second_of = jnp.asarray(pairs_static[:, 0]), jnp.asarray(pairs_static[:, 1])
-    values = literal_values(codes, *(jnp.asarray(a) for a in literals))
+    search = config.pair_search_for(literals)
+    if search == "exhaustive":
+        first_of, second_of = device_pairs(literals, max_card)
+    else:                                     # singles or the greedy search: no pair table
+        first_of = second_of = jnp.arange(literals.size, dtype=jnp.int32)
+    n_candidates = first_of.shape[0] + 1                  # with ∅
+    literal_feature = jnp.asarray(literals.feature)
+    table = tuple(jnp.asarray(a) for a in literals)
+
+    def rows_of(index: jax.Array) -> jax.Array:
+        """The literals ``index``' truth on every row (bool ``[m, *index.shape]``)."""
+        return literal_values(codes, *(a[index] for a in table))
+
+    def extended(remaining: jax.Array, first: jax.Array | None = None) -> NodeStats:
+        return extension_stats(codes, remaining, labels, literals, n_codes_per_feature,
+                               None if first is None else rows_of(first))
+
+    values = literal_values(codes, *table) if search == "exhaustive" else None
     labels = jnp.asarray(y, jnp.int32)
     private = epsilon is not None
     smooth_mode = private and selection in SMOOTH
@@ -255,8 +317,20 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     convention = "paper" if calibration == "paper" else "add_remove"
 
     def step(node: _Node, node_key: jax.Array) -> tuple[_Node, tuple]:
-        stats = node_stats(values, node.remaining, labels, pairs_static)
         k_check, k_select = jax.random.split(node_key)
+        if search == "greedy":
+            index, first, second, select_cost = greedy_pair(
+                k_select, functools.partial(extended, node.remaining), literal_feature,
+                eps_node if private else None, sensitivity)
+            take = ~node.stopped & (index > 0)
+            remaining = node.remaining & ~(take & rows_of(first) & rows_of(second))
+            no_check = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
+            return (_Node(remaining, node.selected, node.stopped | ~take, node.min_support),
+                    (jnp.stack([first, second]), take, no_check, select_cost))
+        if search == "singles":
+            stats = extended(node.remaining)
+        else:
+            stats = node_stats(values, node.remaining, labels, (first_of, second_of))
         live = ~node.stopped
         passes, lam, smooth = jnp.bool_(True), node.min_support, jnp.float32(0.0)
         check_cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
@@ -288,8 +362,7 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
         take = live & passes & (index > 0)
         chosen = jnp.maximum(index - 1, 0)
         first, second = first_of[chosen], second_of[chosen]
-        caught = values[:, first] & values[:, second]
-        remaining = node.remaining & ~(take & caught)
+        remaining = node.remaining & ~(take & rows_of(first) & rows_of(second))
         selected = node.selected.at[index].set(node.selected[index] | take)
         stopped = node.stopped | ~take
         # every node is charged, whether it ran or the list had stopped: the ledger is the
@@ -303,7 +376,7 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     _, (pairs, active, check_costs, select_costs) = jax.lax.scan(
         step, start, jax.random.split(k_nodes, max_rules))
     pairs = jnp.where(active[:, None], pairs, 0)     # a node's choice is released iff taken
-    fires = active[None, :] & values[:, pairs[:, 0]] & values[:, pairs[:, 1]]
+    fires = active[None, :] & rows_of(pairs[:, 0]) & rows_of(pairs[:, 1])
     cell = jnp.where(fires.any(axis=1), jnp.argmax(fires, axis=1), max_rules)
     hist = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=jnp.int32), cell,
                                num_segments=max_rules + 1)
@@ -313,15 +386,37 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
             k_counts, hist, sensitivity, eps_node, integer=True, label="sens. 1")
         if smooth_mode:
             costs["support checks (noisy |X_rem|)"] = check_costs
-        costs[f"rule selection ({selection})"] = select_costs
+        if search == "greedy":
+            costs[f"rule selection ({selection}), first literal"] = select_costs[0]
+            costs[f"rule selection ({selection}), second literal"] = select_costs[1]
+        else:
+            costs[f"rule selection ({selection})"] = select_costs
     else:
         counts = hist.astype(jnp.float32)
     keep = jnp.concatenate([active, jnp.ones(1, bool)])
     counts = jnp.where(keep[:, None], counts, 0.0)
     clipped = jnp.maximum(counts, 0.0)
-    label = (clipped[:, 1] >= clipped[:, 0]).astype(jnp.int32)
+    prior = jnp.zeros(2, jnp.float32)
+    if private and calibration == "provable":
+        traced = config.resolve_traced(traced or {})
+        prior = label_prior(clipped, traced["prior_records"])
+    label = label_of(clipped + prior)
     table = [jnp.asarray(a)[pairs] for a in literals]
-    return RuleList(*table, active, counts, label), costs
+    return RuleList(*table, active, counts, label, prior), costs
+
+
+def label_prior(clipped: jax.Array, records: ArrayLike) -> jax.Array:
+    """``records`` pseudo-records spread as the released class balance (the cells partition
+    the records, so their noisy counts, clipped at 0, add up to the class totals; floored at
+    1/2): added to every rule's counts, a rule whose evidence is under ``records`` predicts the
+    majority (post-processing of the count release)."""
+    totals = jnp.maximum(clipped.sum(0), 0.5)
+    return jnp.asarray(records, jnp.float32) * totals / totals.sum()
+
+
+def label_of(counts: jax.Array) -> jax.Array:
+    """``q = 1`` iff ``c_1 >= c_0`` (Algorithm 2; ties to 1)."""
+    return (counts[:, 1] >= counts[:, 0]).astype(jnp.int32)
 
 
 def rule_cells(rules: RuleList, codes: jax.Array) -> jax.Array:
@@ -337,8 +432,9 @@ def rule_list_predict(rules: RuleList, codes: jax.Array) -> jax.Array:
 
 
 def rule_list_proba(rules: RuleList, codes: jax.Array) -> jax.Array:
-    """``[m, 2]``: the caught rule's released counts, clipped at 0, as ``(c + 1/2)/(n + 1)``."""
-    counts = jnp.maximum(rules.counts, 0.0)[rule_cells(rules, codes)]
+    """``[m, 2]``: the caught rule's released counts, clipped at 0, plus the prior's
+    pseudo-counts, as ``(c + 1/2)/(n + 1)``."""
+    counts = (jnp.maximum(rules.counts, 0.0) + rules.prior)[rule_cells(rules, codes)]
     return (counts + 0.5) / (counts.sum(axis=-1, keepdims=True) + 1.0)
 
 

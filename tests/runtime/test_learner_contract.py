@@ -103,7 +103,7 @@ def test_configs_are_validated_once_and_hashable():
     assert get_learner("malpha", {"n_trees": 3, "alpha": 0.5}) == config
     assert hash(config) == hash(MalphaBoosted(n_trees=3, alpha="oc"))   # traced: same program
     assert config != MalphaBoosted(n_trees=4)                           # static: another program
-    assert config.traced_names() == ("alpha", "beta_tree")
+    assert config.traced_names() == ("alpha", "beta_tree", "min_signal", "shrinkage")
     assert RandomTrees.traced_names() == ("min_signal", "shrinkage")
     with pytest.raises(ValueError, match="n_trees must be an integer >= 1"):
         MalphaBoosted(n_trees=0)
@@ -158,12 +158,14 @@ MODES = [
     ("malpha", {"leaf_mechanism": "counts", "beta_mode": "laplace"}),
     ("malpha", {"leaf_mechanism": "counts", "beta_mode": "post",
                  "leaf_composition": "parallel"}),
-    ("smooth_boost", {"min_signal": 2.0}),  # three rounds on 120 rows (one by default)
+    # three rounds on 120 rows (one by default; by default the majority fallback)
+    ("smooth_boost", {"min_signal": 2.0, "fallback_signal": 0.0}),
     ("smooth_boost", {"kappa": 0.2, "learning_rate": 1.0, "size_share": 0.2,
-                      "min_signal": 1.0}),
+                      "min_signal": 1.0, "fallback_signal": 0.0}),
     ("smooth_boost", {"weak_learner": "tree", "tree_splits": 2, "min_signal": 0.5}),
     ("smooth_boost", {"weak_learner": "halfspace", "delta": 1e-6, "min_signal": 1.0}),
-    ("smooth_boost", {"accounting": "advanced", "delta": 1e-6, "min_signal": 1.0}),
+    ("smooth_boost", {"accounting": "advanced", "delta": 1e-6, "min_signal": 1.0,
+                      "fallback_signal": 0.0}),
     ("rule_list", {}),
     ("rule_list", {"selection": "smooth_laplace", "delta": 1e-6, "max_card": 1}),
     ("rule_list", {"selection": "smooth_cauchy", "delta": 1e-6, "confidence": 0.9999999}),

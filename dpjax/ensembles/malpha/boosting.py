@@ -45,9 +45,9 @@ from dpjax.ensembles.malpha.leaves import (
 from dpjax.ensembles.malpha.model import MalphaModel
 from dpjax.ensembles.malpha.tree import grow_malpha_tree, resolve_oc_alpha
 from dpjax.learner import FitContext
-from dpjax.losses.proper import inverse_link
+from dpjax.losses.proper import canonical_link, inverse_link
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
-from dpjax.mechanisms.size import release_size
+from dpjax.mechanisms.size import MAX_SIZE, pooled_counts, release_class_counts, release_size
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import share
 from dpjax.trees.dense import DenseTree
@@ -56,6 +56,35 @@ if TYPE_CHECKING:
     from dpjax.ensembles.malpha.config import MalphaBoosted
 
 WEIGHT_FLOOR = 1e-6  # ζ' of §3 (A21)
+PRIOR_STREAM = 0x7072
+"""The stream (``fold_in``) of the class-count releases, apart from the size and trees' keys."""
+PRIOR_LABEL = "class counts (released size, prior)"
+MAJORITY_LABEL = "class counts again (majority fallback)"
+
+
+def affordable_trees(size: ArrayLike, epsilon: ArrayLike, beta_tree: ArrayLike, depth: int,
+                     sensitivity: float, min_signal: ArrayLike) -> jax.Array:
+    """The public schedule of the default budget: the most trees ``T'`` whose leaves still
+    hold, on average, ``min_signal`` times the Laplace scale of their noisy class sums. With
+    ``T'`` trees the leaves of one tree get ``(1 − β_tree)·ε/T'`` in parallel (scale
+    ``Δ·T'/((1 − β_tree)·ε)``) and an average leaf holds ``ñ/2^d`` records, so
+    ``T' = ⌊ñ·(1 − β_tree)·ε / (2^d·Δ·min_signal)⌋``; 0 means the trees' budget goes to the
+    class counts (the majority fallback). A function of the released size, ``ε`` and the
+    configuration only."""
+    scale_per_tree = sensitivity / jnp.maximum(
+        (1.0 - jnp.asarray(beta_tree, jnp.float32)) * jnp.asarray(epsilon, jnp.float32), 1e-30)
+    signal = jnp.asarray(size, jnp.float32) / (2.0**depth * jnp.maximum(
+        jnp.asarray(min_signal, jnp.float32), 1e-30))
+    return jnp.floor(signal / scale_per_tree)
+
+
+def prior_margin(counts: jax.Array, zeta: float, clamp: float) -> jax.Array:
+    """``H_0 = ψ^(1)(q̃)``, the Matsushita link (the one :func:`malpha_proba` inverts) of the
+    released share ``q̃`` of the second class (noisy counts floored at 1/2, ``q̃`` clamped to
+    ``[ζ, 1 − ζ]``), clipped to ``[−M, M]``: the score before any tree (post-processing)."""
+    counts = jnp.maximum(counts, 0.5)
+    q = jnp.clip(counts[1] / counts.sum(), zeta, 1 - zeta)
+    return jnp.clip(canonical_link(q, 1.0), -clamp, clamp)
 
 
 def tree_budgets(
@@ -138,9 +167,31 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     active = n_trees if n_active is None else jnp.asarray(n_active, jnp.float32)
     costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
     k_size, key = jax.random.split(key)
+    margin = jnp.float32(0.0)
+    with_prior = private and config.budget == "parallel" and config.prior_share > 0.0
+    if with_prior:      # a share of ε for the class counts: the released size and H_0
+        k_prior, k_majority = jax.random.split(jax.random.fold_in(k_size, PRIOR_STREAM))
+        prior_epsilon = share(epsilon, config.prior_share)
+        epsilon = share(epsilon, 1.0 - config.prior_share)
+        totals = jnp.stack([jnp.sum(y == 0), jnp.sum(y == 1)]).astype(jnp.int32)
+        prior, costs[PRIOR_LABEL] = release_class_counts(k_prior, totals, prior_epsilon,
+                                                         sensitivity)
+        if size is None:
+            size = jnp.clip(jnp.maximum(prior, 0.0).sum(), 1.0, MAX_SIZE)
+        active = jnp.minimum(active, affordable_trees(size, epsilon, beta_tree, depth,
+                                                      sensitivity, traced["min_signal"]))
+        # no tree affordable: the trees' budget releases the class counts again (pooled)
+        again, majority_cost = release_class_counts(k_majority, totals, epsilon, sensitivity)
+        fallback = active < 1
+        costs[MAJORITY_LABEL] = majority_cost.gated(fallback)
+        pooled = pooled_counts([(prior, prior_epsilon), (again, epsilon)])
+        # H_0 is the fallback's alone: the trees' scores β_t·h_t live on their own scale
+        # (β_t = (a/ñ)·Σ h·d with a = α/M²), where any prior margin would swamp them
+        margin = jnp.where(fallback, prior_margin(pooled, zeta, clamp), 0.0)
     if private:
-        budget = tree_budgets(epsilon, beta_tree, (alpha < 0) & oc_private, n_trees=active,
-                              depth=depth, beta_oc=config.beta_oc, beta_share=config.beta_share,
+        budget = tree_budgets(epsilon, beta_tree, (alpha < 0) & oc_private,
+                              n_trees=jnp.maximum(active, 1.0), depth=depth,
+                              beta_oc=config.beta_oc, beta_share=config.beta_share,
                               beta_mode=beta_mode, leaf_composition=leaf_composition,
                               size_share=config.size_share if size is None else 0.0)
         if size is None:
@@ -165,7 +216,8 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                 k_leaf, grown.leaf_stats, alpha_link, clamp=clamp, zeta=zeta,
                 epsilon_leaf=budget["leaf"], epsilon_beta=budget["beta"],
                 sensitivity=sensitivity, size=size, leaf_mechanism=leaf_mechanism,
-                beta_mode=beta_mode, leaf_composition=leaf_composition)
+                beta_mode=beta_mode, leaf_composition=leaf_composition,
+                shrinkage=traced["shrinkage"] if with_prior else 0.0)
             tree_costs.update(leaf_costs)
         else:
             values = leaf_link(grown.leaf_stats, alpha_link, zeta)
@@ -180,11 +232,12 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         return margin_sum, (feature, threshold, values, beta, node_alpha, tree_costs)
 
     _, (feature, threshold, values, beta, node_alpha, tree_costs) = jax.lax.scan(
-        round_t, jnp.zeros(codes.shape[0], jnp.float32), jnp.arange(n_trees))
+        round_t, jnp.full(codes.shape[0], margin), jnp.arange(n_trees))
     model = MalphaModel(trees=DenseTree(feature=feature, threshold=threshold, leaf=values),
-                         beta=beta, alpha=node_alpha)
+                         beta=beta, alpha=node_alpha, prior=margin)
     costs.update(tree_costs)
     return model, costs
 
 
-__all__ = ["WEIGHT_FLOOR", "fit", "tree_budgets"]
+__all__ = ["MAJORITY_LABEL", "PRIOR_LABEL", "PRIOR_STREAM", "WEIGHT_FLOOR", "affordable_trees",
+           "fit", "prior_margin", "tree_budgets"]

@@ -35,6 +35,7 @@ from dpjax.learner import (
     Learner,
     choice,
     hyper,
+    non_negative_float,
     or_literal,
     positive_float,
     positive_int,
@@ -81,7 +82,18 @@ class MalphaBoosted(Learner):
     for counts, ``"fold"``/``"sequential"`` for values, :data:`NATURAL_MODES`): the paper's
     ``"value"``/``"fold"`` leaves with sequential leaf budgets are pure noise at ``ε <= 10`` on
     thousands of rows (``experiments/results/private_boosting.md``: qsar at ``ε = 1``, ``T = 20``,
-    ``d = 3``: 0.41, below the majority rate 0.66; counts/post/parallel 0.65)."""
+    ``d = 3``: 0.41, below the majority rate 0.66; counts/post/parallel 0.65).
+
+    With ``budget="parallel"`` and ``prior_share > 0`` (the default) the fit first releases the
+    class counts with ``prior_share`` of ``ε`` (its size ``ñ``; no separate row count), then
+    boosts only the ``T' <= n_trees`` trees whose leaves hold on average ``min_signal`` times
+    the Laplace scale of their noisy sums (the public schedule
+    :func:`~dpjax.ensembles.malpha.boosting.affordable_trees`, traced), each leaf's sums
+    joined by ``shrinkage`` times that scale in pseudo-records of its round's released balance
+    (traced); where no tree is affordable the trees' budget releases the class counts again
+    and the model is their majority (``describe()`` says so). ``min_signal`` and
+    ``shrinkage`` were chosen on the shared datasets (``experiments/learner_defaults.py``).
+    ``budget="paper"`` or ``prior_share=0`` boosts every tree after a noisy row count."""
 
     name: ClassVar[str] = "malpha"
     binary: ClassVar[bool] = True
@@ -100,6 +112,9 @@ class MalphaBoosted(Learner):
     beta_share: float = hyper(0.1, _SHARE)
     size_share: float = hyper(0.05, _SHARE)
     budget: str = hyper("parallel", choice(*SPLIT_BUDGETS))
+    prior_share: float = hyper(0.1, unit_interval(open_low=False, open_high=True))
+    min_signal: float = traced(5.0, non_negative_float)
+    shrinkage: float = traced(3.0, non_negative_float)
 
     @property
     def leaf_modes(self) -> dict[str, str]:
@@ -146,12 +161,23 @@ class MalphaBoosted(Learner):
         """``H(x) = Σ_t β_t·h_t(x)`` (positive: ``classes[1]``): each tree with its β and its
         released leaf values."""
         leaf, beta = np.asarray(params.trees.leaf), np.asarray(params.beta)
+        prior = float(params.prior)
+        if not beta.any():
+            chosen = classes[1] if prior >= 0 else classes[0]
+            return ("Majority fallback: no tree, only the score of the released class counts, "
+                    f"H_0 = {prior:.4g}, so the model predicts {chosen} whatever the features. "
+                    "With DP this is the public schedule's choice (at this budget and released "
+                    "size a tree's leaves are under their noise, so the trees' budget released "
+                    "the class counts again).")
+        boosted = int(np.flatnonzero(beta).max(initial=-1)) + 1   # the schedule's T' trees
+        start = f"H_0 = {prior:.4g} + " if prior else ""
         return describe_dense_trees(
-            np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
+            np.asarray(params.trees.feature)[:boosted],
+            np.asarray(params.trees.threshold)[:boosted], spec,
             lambda t, a, b: values_text(leaf[t, a:b]),
-            title=f"H(x) = sum of beta_t * h_t(x) over {leaf.shape[0]} trees of depth "
+            title=f"H(x) = {start}sum of beta_t * h_t(x) over {boosted} trees of depth "
                   f"{self.depth} (positive: {classes[1]}):",
-            tree_titles=[f"tree {t + 1}, beta = {beta[t]:.4g}" for t in range(len(beta))])
+            tree_titles=[f"tree {t + 1}, beta = {beta[t]:.4g}" for t in range(boosted)])
 
     def importances(self, params: MalphaModel, spec: Any) -> np.ndarray:
         return tree_importances(params.trees.feature, params.trees.leaf, spec.n_features,

@@ -101,6 +101,7 @@ def release_leaves(
     leaf_mechanism: str,
     beta_mode: str,
     leaf_composition: str,
+    shrinkage: ArrayLike = 0.0,
 ) -> tuple[jax.Array, jax.Array, collections.OrderedDict[str, Cost]]:
     """Private leaf values ``h̃_t [2**d]`` and leveraging coefficient ``β_t`` (§4.4, §4.5),
     with the cost of every release.
@@ -120,7 +121,7 @@ def release_leaves(
         noisy, cost = laplace_mechanism(k_leaf, stats, sensitivity * WEIGHT_UNIT, epsilon_leaf,
                                         bound=size * WEIGHT_UNIT, integer=True, event_ndim=1,
                                         label=f"L1 sens. {sensitivity:g}")
-        noisy = noisy / WEIGHT_UNIT
+        noisy = shrunk_sums(noisy / WEIGHT_UNIT, shrinkage * sensitivity / epsilon_leaf)
         values = jnp.clip(leaf_link(noisy, alpha_link, zeta), -clamp, clamp)
         if beta_mode == "post":
             beta = leveraging_coefficient(values, noisy, a, size)
@@ -148,6 +149,15 @@ def release_leaves(
             k_beta, beta, 2 * a * clamp / size + 2 * beta_rounding(a, clamp, stats.shape[0]),
             epsilon_beta, bound=2 * a * clamp, label="sens. 2aM/ñ + rounding")
     return values, beta, costs
+
+
+def shrunk_sums(noisy: jax.Array, pseudo: ArrayLike) -> jax.Array:
+    """Noisy leaf class sums ``[L, 2]`` plus ``pseudo`` records per leaf spread as the tree's
+    own released class balance (the leaves' sums added up, floored at 1/2): a leaf whose sums
+    are under the noise follows the weighted majority of its round instead of the noise's sign
+    (post-processing of the release; ``pseudo = 0`` leaves the sums as released)."""
+    totals = jnp.maximum(noisy.sum(0), 0.5)
+    return noisy + jnp.asarray(pseudo, jnp.float32) * totals / totals.sum()
 
 
 def beta_rounding(a: ArrayLike, clamp: float, n_leaves: int) -> jax.Array:

@@ -15,22 +15,24 @@ from dpjax.trees.predict import apply_trees
 
 @chex.dataclass(frozen=True)
 class MalphaModel:
-    """A fitted Mα-boosted ensemble: ``H(x) = Σ_t beta[t]·trees.leaf[t, leaf_t(x)]``.
+    """A fitted Mα-boosted ensemble: ``H(x) = prior + Σ_t beta[t]·trees.leaf[t, leaf_t(x)]``.
 
     Attributes:
       trees: :class:`DenseTree` batch ``[T]`` with released leaf values ``leaf [T, 2**d]``.
       beta: ``[T]`` released leveraging coefficients (1 when folded into the leaves).
       alpha: ``[T, 2**d - 1]`` the α each internal node was split with (O.C diagnostics).
+      prior: float32 scalar ``H_0``, the score of the released class prior (0 without it).
     """
 
     trees: DenseTree
     beta: jax.Array
     alpha: jax.Array
+    prior: jax.Array
 
 
 def malpha_decision(model: MalphaModel, codes: jax.Array) -> jax.Array:
-    """``H(x) = Σ_t β_t·h̃_t(x)`` for every row of ``codes``, ``[m]``."""
-    return jnp.einsum("t,tm->m", model.beta, apply_trees(model.trees, codes))
+    """``H(x) = H_0 + Σ_t β_t·h̃_t(x)`` for every row of ``codes``, ``[m]``."""
+    return model.prior + jnp.einsum("t,tm->m", model.beta, apply_trees(model.trees, codes))
 
 
 def malpha_proba(model: MalphaModel, codes: jax.Array) -> jax.Array:

@@ -26,7 +26,7 @@ from dpjax.ensembles.smooth_boost.stumps import Stump
 from dpjax.ensembles.smooth_boost.topdown import TopDownTree
 from dpjax.learner import FitContext
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
-from dpjax.mechanisms.size import MAX_SIZE, release_size
+from dpjax.mechanisms.size import MAX_SIZE, release_class_counts, release_size
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import round_budget, share
 
@@ -46,9 +46,31 @@ def affordable_rounds(round_eps: Callable[[jax.Array], jax.Array], size: ArrayLi
     the weighted mean. Asadi et al. tune ``τ`` per ε on the data (their best stumps on adult:
     5 rounds at ε = 0.05, 39 at ε = 1, i.e. η ≈ 40–75)."""
     rounds = jnp.arange(1, n_rounds + 1, dtype=jnp.float32)
-    signal = round_eps(rounds) * jnp.asarray(kappa) * jnp.asarray(size, jnp.float32)
-    enough = signal / cost_per_signal >= jnp.asarray(min_signal)
+    enough = round_signal(round_eps, rounds, size, kappa, cost_per_signal) >= jnp.asarray(
+        min_signal)
     return jnp.clip(jnp.sum(enough).astype(jnp.float32), 1.0, float(n_rounds))
+
+
+def round_signal(round_eps: Callable[[jax.Array], jax.Array], rounds: ArrayLike,
+                 size: ArrayLike, kappa: ArrayLike, cost_per_signal: float) -> jax.Array:
+    """The weak learner's signal ``ε_0(r)·κñ/c`` when ``r`` rounds share the budget
+    (:func:`affordable_rounds`)."""
+    return (round_eps(jnp.asarray(rounds, jnp.float32)) * jnp.asarray(kappa)
+            * jnp.asarray(size, jnp.float32) / cost_per_signal)
+
+
+MAJORITY_LABEL = "class counts (majority fallback)"
+
+
+def majority_fallback(key: jax.Array, y: jax.Array, epsilon: jax.Array, sensitivity: float,
+                      learns: jax.Array, costs: dict[str, Cost]) -> jax.Array:
+    """Where the public schedule says even one round cannot beat its noise (``~learns``), the
+    rounds' budget ``epsilon`` releases the class counts instead: the vote (``±1``) of the
+    noisy majority, its cost entered gated on the branch (``learns`` is public)."""
+    totals = jnp.stack([jnp.sum(y == 0), jnp.sum(y == 1)]).astype(jnp.int32)
+    counts, cost = release_class_counts(key, totals, epsilon, sensitivity)
+    costs[MAJORITY_LABEL] = cost.gated(~learns)
+    return jnp.where(counts[1] >= counts[0], 1, -1).astype(jnp.int32)
 
 
 def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
@@ -70,7 +92,8 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
         multiplicity = jnp.concatenate([jnp.ones(n_rows, jnp.int32), jnp.zeros(2, jnp.int32)])
     else:
         epsilon = jnp.asarray(epsilon, jnp.float32)
-        size_eps = share(epsilon, config.size_share if context.size is None else 0.0)
+        size_share = config.size_share if context.size is None else 0.0
+        size_eps = share(epsilon, size_share)
         if context.size is None:
             size, costs[SIZE_LABEL] = release_size(k_size, n_rows, size_eps)
         else:
@@ -84,13 +107,24 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
                                    config.cost_per_signal, config.n_rounds)
         per_round = round_eps(rounds)
         multiplicity = sample_to_size(k_sample, n_rows, size)
+        if config.weak_learner == "stump":      # the fallback is a constant stump
+            learns = round_signal(round_eps, 1.0, size, kappa, config.cost_per_signal) >= (
+                traced["fallback_signal"])
+            majority = majority_fallback(jax.random.fold_in(k_size, 1), y,
+                                         share(epsilon, 1.0 - size_share),
+                                         context.sensitivity, learns, costs)
+            rounds = jnp.where(learns, rounds, 0.0)
     padded_codes = jnp.concatenate([codes, jnp.zeros((2, n_features), codes.dtype)])
     padded_labels = jnp.concatenate([labels, jnp.array([1, -1], jnp.int32)])
     hypotheses = smooth_boost(k_rounds, padded_codes, padded_labels,
                               config.weak(context, per_round, kappa, size), config.n_rounds,
                               kappa, learning_rate, multiplicity=multiplicity)
     live = jnp.arange(config.n_rounds) < rounds       # rounds after R release nothing
-    return released(config.weak_learner, hypotheses, live, costs, epsilon is not None), costs
+    model = released(config.weak_learner, hypotheses, live, costs, epsilon is not None)
+    if epsilon is not None and config.weak_learner == "stump":   # round 0 votes the majority
+        first = (jnp.arange(config.n_rounds) == 0) & ~learns
+        model = model._replace(polarity=jnp.where(first, majority, model.polarity))
+    return model, costs
 
 
 def released(weak_learner: str, hypotheses: Any, live: jax.Array, costs: dict[str, Cost],

@@ -45,6 +45,7 @@ from dpjax.learner import (
     Learner,
     choice,
     hyper,
+    non_negative_float,
     positive_float,
     positive_int,
     register,
@@ -91,7 +92,13 @@ class SmoothBoost(Learner):
     the margin form), not tuned on the data being fitted; ``n_rounds`` and ``min_signal``
     from a sweep on adult (train/test files). Choosing ``kappa``, ``learning_rate`` or
     ``min_signal`` by a sweep on the private data spends privacy no ledger sees (as the paper's
-    cross-validation does, spec §6.3): tune on public or separately budgeted data."""
+    cross-validation does, spec §6.3): tune on public or separately budgeted data.
+
+    Majority fallback (stumps): where even one round's signal is under ``fallback_signal``
+    (traced; 20, chosen on the shared datasets with ``experiments/learner_defaults.py``, where
+    no default falls below the majority class with it; 0 always boosts) the rounds' budget
+    releases the class counts instead and the model is one constant vote for their majority
+    (``describe()`` says so)."""
 
     name: ClassVar[str] = "smooth_boost"
     binary: ClassVar[bool] = True
@@ -100,6 +107,7 @@ class SmoothBoost(Learner):
     kappa: float = traced(0.35, unit_interval(open_high=True))
     learning_rate: float = traced(0.5, positive_float)
     min_signal: float = traced(50.0, positive_float)
+    fallback_signal: float = traced(20.0, non_negative_float)
     size_share: float = hyper(0.05, unit_interval(open_high=True))
     tree_splits: int = hyper(2, positive_int(64))
     leaf_share: float = hyper(0.1, unit_interval(open_high=True))

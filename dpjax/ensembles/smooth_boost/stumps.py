@@ -161,5 +161,11 @@ def describe_stumps(stumps: Stump, spec: FeatureSpec, classes: tuple) -> str:
             features.add(f)
             votes[f"{code_label(spec, f, b)} -> {yes}, else -> {no}"] += 1
     lines = [f"  {rule}  (x{count})" for rule, count in votes.most_common()]
-    return "\n".join([f"majority vote of {sum(votes.values())} rules, "
-                      f"{len(features)} distinct features:", *lines])
+    head = [f"majority vote of {sum(votes.values())} rules, {len(features)} distinct features:"]
+    polarity, constant = np.asarray(stumps.polarity), np.asarray(stumps.constant)
+    if np.count_nonzero(polarity) == 1 and polarity[0] != 0 and constant[0]:
+        head.insert(0, "Majority fallback: a single constant vote, so the model predicts one "
+                       "class whatever the features. With DP this is usually the public schedule's "
+                       "choice (at this budget and released size even one round's weak learner "
+                       "is under its noise, so the rounds' budget released the class counts).")
+    return "\n".join([*head, *lines])

@@ -85,7 +85,7 @@ def test_parallel_split_budget_spends_each_level_once(neighbouring):
     """``budget="parallel"`` (the learner's default): every node of a level gets the level's
     whole split budget, and the level costs it once (twice half of it under replace-one, where
     a change touches two nodes); the total is still ε."""
-    fit = {**FIT, "budget": "parallel"}
+    fit = {**FIT, "budget": "parallel", "prior_share": 0.0}
     model = dpjax.fit(X, Y, epsilon=2.0, key=1, n_trees=3, depth=3, alpha=1.0,
                       neighbouring=neighbouring, **fit)
     size_share = SIZE_SHARE if neighbouring == "add_remove" else None
