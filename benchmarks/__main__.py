@@ -25,12 +25,13 @@ Usage (from the repository root)::
     python -m benchmarks                       # everything: about 20-30 min on 2 CPU cores
     python -m benchmarks --quick --out /tmp/q  # smoke test: small sizes and repeats, < 3 min
     python -m benchmarks --only histogram,sweep
+    python -m benchmarks --only learners --learners rule_list   # some learners, with the peers
     python -m benchmarks --max-rows 1000000    # leave out the 1e7-row fits
 
-Writes ``<out>/suite_<device>[_quick][_<sections>].{md,csv,png,json}`` (``--out``, default
-``benchmarks/results``; device from ``harness.device_slug()``): the markdown report (also printed
-to stdout), one tidy CSV of every table row (column ``section``), the figure and the run's
-facts. Progress goes to stderr.
+Writes ``<out>/suite_<device>[_quick][_<sections>][_<learners>].{md,csv,png,json}`` (``--out``,
+default ``benchmarks/results``; device from ``harness.device_slug()``): the markdown report (also
+printed to stdout), one tidy CSV of every table row (column ``section``), the figure and the
+run's facts. Progress goes to stderr.
 
 Compile times are compiles: unless ``--cache-dir`` says otherwise, the suite points dpjax's
 persistent compilation cache (``DPJAX_COMPILATION_CACHE``) at a new empty directory, removed at
@@ -65,6 +66,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="smoke test: small sizes and repeats (< 3 min)")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"comma-separated sections to run (default: all of {SECTIONS})")
+    parser.add_argument("--learners", default=None,
+                        help="comma-separated dpjax methods of the learners section (default: "
+                             "every learner; the peers always run)")
     parser.add_argument("--max-rows", type=int, default=10_000_000,
                         help="largest synthetic size of the scale section (default 1e7)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results",
@@ -112,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     data_dir = args.data_dir or harness.data_dir()
     settings = suite_common.Settings.make(args.quick, args.max_rows, data_dir)
+    if args.learners:
+        settings.learners = tuple(m.strip() for m in args.learners.split(",") if m.strip())
     runners: dict[str, Callable[[suite_common.Settings], suite_common.Section]] = {}
     for name in args.sections:
         runners[name] = importlib.import_module(f"benchmarks.suite_{name}").run
@@ -166,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stem += "_quick"
     if args.sections != list(SECTIONS):
         stem += "_" + "-".join(args.sections)
+    if args.learners:
+        stem += "_" + "-".join(settings.learners)
     paths = harness.save_results(
         stem, tidy=tidy, markdown=report, figure=figure, directory=args.out,
         meta={"argv": list(sys.argv[1:] if argv is None else argv), "sections": args.sections,

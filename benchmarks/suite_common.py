@@ -48,6 +48,7 @@ class Settings:
     data_dir: Path
     # 1. learners
     learner_repeats: int = 5
+    learners: tuple[str, ...] | None = None   # the learners section's methods (None: all)
     peer_repeats: int = 3
     # 2. sweep
     sweep_epsilons: int = 10

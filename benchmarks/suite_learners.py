@@ -52,13 +52,17 @@ EBM_PEER = "InterpretML DP-EBM"
 def configurations(quick: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, method, params)``: every learner's defaults, then the 20 x depth-6 boosters
     (``boosted`` needs ``shape="random"`` for trees: its default ``"auto"`` boosts one
-    feature's cells per round, its rounds fixed by its public schedule)."""
+    feature's cells per round, its rounds fixed by its public schedule), and ``rule_list`` at
+    10 bins a feature (the bins a user gets without declaring ``n_bins``: 34 literals per
+    binary column, past the exhaustive pair search's cap)."""
     deep = [("malpha 20 trees x depth 6", "malpha", dict(DEEP)),
             ("boosted 20 rounds x depth 6 (shape=random)", "boosted",
              {"shape": "random", **DEEP})]
     if quick:
         return [("random_trees", "random_trees", {}), deep[1]]
-    return [(name, name, {}) for name in sorted(dpjax.LEARNERS)] + deep
+    wide = [("rule_list, 10 bins (4,182 literals: greedy pair search)", "rule_list",
+             {"n_bins": 10})]
+    return [(name, name, {}) for name in sorted(dpjax.LEARNERS)] + deep + wide
 
 
 def bench_dpjax(label: str, method: str, params: dict[str, Any], settings: Settings
@@ -165,7 +169,8 @@ def run(settings: Settings) -> Section:
     harness.log("learners: loading a9a (peers run in this process)")
     data = load_a9a(settings.data_dir)
     records = [bench_dpjax(label, method, params, settings)
-               for label, method, params in configurations(settings.quick)]
+               for label, method, params in configurations(settings.quick)
+               if settings.learners is None or method in settings.learners]
     peer_records, notes = bench_peer_rows(settings, data)
     records += peer_records
     rf = next((r["warm_wall_s"] for r in peer_records if "RandomForest" in r["model"]
