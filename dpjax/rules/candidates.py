@@ -205,7 +205,10 @@ def literal_counts(codes: jax.Array, weights: jax.Array, literals: Literals,
     offsets = np.concatenate([[0], np.cumsum(n_codes)[:-1]])
     m, n = codes.shape
     k = weights.shape[0]
-    flat = codes.astype(jnp.int32) + jnp.asarray(offsets, jnp.int32)
+    # a code past its feature's count would land in the next feature's histogram (and count
+    # a record twice): the encoder never makes one, and the clip keeps it so
+    flat = jnp.minimum(codes.astype(jnp.int32), jnp.asarray(n_codes - 1, jnp.int32)) + (
+        jnp.asarray(offsets, jnp.int32))
     data = jnp.broadcast_to(weights.T.astype(jnp.int32)[:, None, :], (m, n, k))
     hist = jax.ops.segment_sum(data.reshape(m * n, k), flat.reshape(-1),
                                num_segments=int(n_codes.sum()))

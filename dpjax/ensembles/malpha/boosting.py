@@ -164,7 +164,7 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     alpha = jnp.asarray(alpha, jnp.float32)
     alpha_link = link_alpha(alpha, config.oc_link_alpha)
     oc_private = private and oc_alpha == "private" and depth > 1
-    active = n_trees if n_active is None else jnp.asarray(n_active, jnp.float32)
+    active = n_trees if n_active is None else jnp.floor(jnp.asarray(n_active, jnp.float32))
     costs: collections.OrderedDict[str, Cost] = collections.OrderedDict()
     k_size, key = jax.random.split(key)
     margin = jnp.float32(0.0)

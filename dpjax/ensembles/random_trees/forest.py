@@ -272,14 +272,19 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
         scale = count_scale(epsilon, n_trees, context.sensitivity)
         weights = jnp.maximum(prior, 0.0) + 0.5
         pseudo = traced["shrinkage"] * scale * (weights / weights.sum())
+        # the leaves are released at a public depth k <= d: each leaf shares its depth-k
+        # ancestor's counts (a coarser partition of the same records, same sensitivity)
+        group = jnp.arange(2**depth) >> (depth - effective_depth(
+            jnp.maximum(prior, 0.0).sum(), scale, depth, traced["depth_signal"]))
+        counts = jnp.zeros_like(counts).at[:, group].add(counts)
     else:
-        pseudo = None
+        pseudo, group = None, jnp.arange(2**depth)
     release, cost = release_counts(
         k_noise, counts, leaf_epsilon(epsilon, n_trees, depth, config.budget),
         sensitivity=context.sensitivity, noise=config.noise, budget=config.budget, unit=unit,
         offset=pseudo)
     leaf = leaf_estimates(k_fallback, release, n_classes, noise=config.noise,
-                          estimate=config.leaf_estimate, pseudo=pseudo)
+                          estimate=config.leaf_estimate, pseudo=pseudo)[:, group]
     if not with_prior:
         return DenseTree(feature=feature, threshold=threshold, leaf=leaf), {
             COSTS[config.noise]: cost}
@@ -317,6 +322,17 @@ def forest_learns(size: jax.Array, scale: jax.Array, depth: int,
     (``ñ`` the released size, ``scale`` from :func:`count_scale`); below that the leaves are
     noise and the forest predicts the released majority instead."""
     return size / 2.0**depth >= min_signal * scale
+
+
+def effective_depth(size: jax.Array, scale: jax.Array, depth: int,
+                    depth_signal: jax.Array) -> jax.Array:
+    """The public depth ``k`` at which the parallel budget releases a tree's leaves: the
+    deepest ``k <= d`` whose ``2^k`` groups hold on average ``ñ/2^k >= depth_signal`` times
+    the Laplace scale of a tree's counts (at least 1; ``depth_signal = 0``: ``d``). A function
+    of the released size, ``ε`` and the configuration."""
+    ratio = jnp.asarray(size, jnp.float32) / jnp.maximum(
+        jnp.asarray(depth_signal, jnp.float32) * scale, 1e-30)
+    return jnp.clip(jnp.floor(jnp.log2(jnp.maximum(ratio, 1.0))), 1, depth).astype(jnp.int32)
 
 
 def vote(theta: jax.Array, voting: str, n_active: jax.Array | int | None = None) -> jax.Array:

@@ -84,7 +84,7 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
     kappa, learning_rate = traced["kappa"], traced["learning_rate"]
     rounds = jnp.float32(config.n_rounds)
     n_rows, n_features = codes.shape
-    k_size, k_sample, k_rounds = jax.random.split(key, 3)
+    k_size, k_sample, k_rounds, k_majority = jax.random.split(key, 4)
     costs: dict[str, Any] = {}
     labels = 2 * jnp.asarray(y, jnp.int32) - 1
     if epsilon is None:
@@ -110,7 +110,7 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
         if config.weak_learner == "stump":      # the fallback is a constant stump
             learns = round_signal(round_eps, 1.0, size, kappa, config.cost_per_signal) >= (
                 traced["fallback_signal"])
-            majority = majority_fallback(jax.random.fold_in(k_size, 1), y,
+            majority = majority_fallback(k_majority, y,
                                          share(epsilon, 1.0 - size_share),
                                          context.sensitivity, learns, costs)
             rounds = jnp.where(learns, rounds, 0.0)

@@ -43,7 +43,7 @@ def test_rf_laplace_defaults_one_hot_leaves_and_parallel_ledger(easy):
     assert model.hyperparams == {
         "n_trees": 21, "depth": 4, "voting": "majority", "noise": "laplace",
         "threshold_range": "global", "leaf_estimate": "label", "budget": "parallel",
-        "prior_share": 0.1, "min_signal": 0.3, "shrinkage": 1.0}
+        "prior_share": 0.1, "min_signal": 0.3, "shrinkage": 1.0, "depth_signal": 0.0}
     chex.assert_shape([model.params.feature, model.params.threshold], (21, 15))
     chex.assert_shape(model.params.leaf, (21, 16, 2))
     assert_one_hot(model.params.leaf)
