@@ -24,3 +24,11 @@ def one_bin_rule(m: int = 600, seed: int = 7) -> tuple[pd.DataFrame, np.ndarray,
     X.loc[: m // 2, "a"] *= 0.1            # half the rows in a's first bin
     y = ((X["a"] < 0.1) ^ (rng.uniform(size=m) < 0.05)).astype(np.int64).to_numpy()
     return X, y, {name: (0.0, 1.0) for name in X.columns}
+
+
+def imbalanced_threshold(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` rows of 3 features in ``[0, 1]``, 80% of class 0: class 1 iff ``x0 > 0.8``
+    (learnable; a fixed seed). The majority-fallback tests' data."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0.0, 1.0, (rows, 3))
+    return X, (X[:, 0] > 0.8).astype(int)

@@ -17,16 +17,14 @@ from dpjax.ensembles.malpha.boosting import (
 )
 from dpjax.ensembles.malpha.leaves import shrunk_sums
 from dpjax.losses.proper import inverse_link
+from tests.helpers.data import imbalanced_threshold
 
 SMALL = dict(n_trees=4, depth=2, bounds=(0, 1))
 
 
 @pytest.fixture(scope="module")
 def data():
-    """2,000 rows, 3 features in [0, 1], 80% of class 0; class 1 iff x0 > 0.8."""
-    rng = np.random.default_rng(5)
-    X = rng.uniform(0.0, 1.0, (2000, 3))
-    return X, (X[:, 0] > 0.8).astype(int)
+    return imbalanced_threshold(2000)
 
 
 def test_schedule_keeps_a_leafs_rows_above_its_noise():

@@ -15,16 +15,14 @@ from dpjax.ensembles.random_trees.forest import (
     forest_learns,
     leaf_distribution,
 )
+from tests.helpers.data import imbalanced_threshold
 
 FORESTS = ("random_trees", "rf_laplace", "rf_exponential")
 
 
 @pytest.fixture(scope="module")
 def data():
-    """1,000 rows, 3 features in [0, 1], 80% of class 0; class 1 iff x0 > 0.8 (learnable)."""
-    rng = np.random.default_rng(5)
-    X = rng.uniform(0.0, 1.0, (1000, 3))
-    return X, (X[:, 0] > 0.8).astype(int)
+    return imbalanced_threshold(1000)
 
 
 def test_schedule_compares_a_leafs_rows_with_its_trees_noise():

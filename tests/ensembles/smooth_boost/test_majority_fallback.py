@@ -9,16 +9,14 @@ import pytest
 
 import dpjax
 from dpjax.ensembles.smooth_boost.boosting import MAJORITY_LABEL, round_signal
+from tests.helpers.data import imbalanced_threshold
 
 ROUNDS = "1-rules (DP-1R)"
 
 
 @pytest.fixture(scope="module")
 def data():
-    """2,000 rows, 3 features in [0, 1], 80% of class 0; class 1 iff x0 > 0.8."""
-    rng = np.random.default_rng(5)
-    X = rng.uniform(0.0, 1.0, (2000, 3))
-    return X, (X[:, 0] > 0.8).astype(int)
+    return imbalanced_threshold(2000)
 
 
 def test_round_signal_is_the_selections_inverse_temperature():
