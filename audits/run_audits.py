@@ -78,8 +78,9 @@ CONFIGS = [
            sweep=True),
     Config("random_trees", "1 tree, depth 2, prior, leaves at full depth (depth_signal 0)",
            dict(n_trees=1, depth=2, min_signal=0.0, shrinkage=3.0, depth_signal=0.0)),
-    Config("random_trees", "1 tree, depth 3, prior, leaves at a public depth (defaults: "
-           "depth_signal 2)", dict(n_trees=1, depth=3)),
+    Config("random_trees", "1 tree, depth 3, prior, leaves at a public depth "
+           "(depth_signal 2, min_signal 0)",
+           dict(n_trees=1, depth=3, depth_signal=2.0, min_signal=0.0)),
     Config("random_trees", "1 tree, depth 2, prior, majority fallback always (min_signal 1e9)",
            dict(n_trees=1, depth=2, min_signal=1e9)),
     Config("rf_laplace", "1 tree, depth 1", dict(n_trees=1, depth=1)),

@@ -59,9 +59,15 @@ def test_leak1_beta_is_normalised_by_the_public_size_not_the_row_count():
                           n_trees=2, depth=2, public_size=public_size)
         assert all("row count" not in e.what for e in model.privacy.entries)
     model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
-                      depth=2)
+                      depth=2, prior_share=0.0)
     entry = next(e for e in model.privacy.entries if e.what == "row count")
     assert entry.count == 1 and 0 < entry.epsilon <= 0.05
+    # by default the released class counts are the size (no row count of their own)
+    model = dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
+                      depth=2)
+    entry = next(e for e in model.privacy.entries if e.what.startswith("class counts"))
+    assert entry.count == 1 and 0 < entry.epsilon <= 0.1
+    assert all("row count" not in e.what for e in model.privacy.entries)
 
 
 # --- leak 2: floating-point noise on released values -------------------------------------

@@ -104,7 +104,7 @@ def test_configs_are_validated_once_and_hashable():
     assert hash(config) == hash(MalphaBoosted(n_trees=3, alpha="oc"))   # traced: same program
     assert config != MalphaBoosted(n_trees=4)                           # static: another program
     assert config.traced_names() == ("alpha", "beta_tree", "min_signal", "shrinkage")
-    assert RandomTrees.traced_names() == ("min_signal", "shrinkage")
+    assert RandomTrees.traced_names() == ("min_signal", "shrinkage", "depth_signal")
     with pytest.raises(ValueError, match="n_trees must be an integer >= 1"):
         MalphaBoosted(n_trees=0)
     with pytest.raises(ValueError, match="does not go with"):

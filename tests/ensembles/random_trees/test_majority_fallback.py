@@ -50,10 +50,7 @@ def test_pseudo_counts_pull_weak_leaves_to_the_prior():
 @pytest.mark.parametrize("method", FORESTS)
 def test_tiny_budget_falls_back_to_the_released_majority(data, method):
     X, y = data
-    # random_trees' default schedule never falls back (its leaves go up to a public depth
-    # instead): the fallback is asked for with a positive min_signal
-    schedule = {"min_signal": 0.003} if method == "random_trees" else {}
-    model = dpjax.fit(X, y, method=method, epsilon=0.01, bounds=(0, 1), key=0, **schedule)
+    model = dpjax.fit(X, y, method=method, epsilon=0.01, bounds=(0, 1), key=0)
     leaf = np.asarray(model.params.leaf)
     assert np.all(leaf == leaf[0, 0])                        # one distribution everywhere
     assert model.describe().startswith("Majority fallback")
@@ -85,7 +82,7 @@ def test_paper_budget_has_no_prior(data):
 def test_prior_hyper_parameters_sweep_in_one_program(data):
     X, y = data
     sweep = dpjax.sweep(X, y, method="random_trees", epsilon=[0.01, 20.0], seeds=1,
-                        bounds=(0, 1), n_trees=3, depth=3, min_signal=0.003)
+                        bounds=(0, 1), n_trees=3, depth=3)
     leaf = np.asarray(sweep.params.leaf)
     assert np.all(leaf[0, 0] == leaf[0, 0, 0, 0])           # ε = 0.01: the fallback
     assert not np.all(leaf[1, 0] == leaf[1, 0, 0, 0])       # ε = 20: a forest
@@ -122,13 +119,13 @@ def test_leaves_share_their_public_depth_ancestors_counts(data):
     X, y = data
     # ñ ≈ 1000, scale = Δ·T/ε' = 3/0.9: k = floor(log2(1000/(2·3.33))) = 7 of depth 9
     model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0,
-                      n_trees=3, depth=9)
+                      n_trees=3, depth=9, depth_signal=2.0, min_signal=0.0)
     leaf = np.asarray(model.params.leaf)                     # [3, 512, 2]
     groups = leaf.reshape(3, 2**7, 4, 2)
     np.testing.assert_array_equal(groups, np.broadcast_to(groups[:, :, :1], groups.shape))
     assert not np.all(leaf == leaf[0, 0])
     full = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0,
-                     n_trees=3, depth=9, depth_signal=0.0)
+                     n_trees=3, depth=9, min_signal=0.0)               # depth_signal 0: d
     assert not np.array_equal(np.asarray(full.params.leaf), leaf)
     assert {e.what for e in model.privacy.entries} == {e.what for e in full.privacy.entries}
     assert 1.0 * (1 - 2e-3) <= model.privacy.epsilon <= 1.0
