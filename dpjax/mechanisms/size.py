@@ -21,6 +21,11 @@ MAX_SIZE = float(2**24 - 1)
 """The released size is clipped to ``[1, 2**24 − 1]``."""
 LABEL = "row count"
 """What the release is called in the ledger."""
+CLASS_COUNTS_STREAM = 0x7072
+"""The stream (``fold_in``) a learner draws its class-count releases' keys from, apart from its
+other keys."""
+AGAIN_LABEL = "class counts again (majority fallback)"
+"""The ledger name of a majority fallback's second class-count release."""
 
 
 def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.Array, Cost]:
@@ -29,6 +34,12 @@ def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.A
     size, cost = laplace_mechanism(key, jnp.int32(n_rows), 1, epsilon, integer=True,
                                    label="sens. 1")
     return jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE), cost
+
+
+def class_totals(y: jax.Array, n_classes: int) -> jax.Array:
+    """The exact count of each class index in ``y``, int32 ``[n_classes]`` (the input of
+    :func:`release_class_counts`)."""
+    return jnp.sum(jax.nn.one_hot(y, n_classes, dtype=jnp.int32), axis=0)
 
 
 def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
@@ -47,3 +58,11 @@ def pooled_counts(releases: list[tuple[jax.Array, ArrayLike]]) -> jax.Array:
     weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
     counts = jnp.stack([c for c, _ in releases])
     return jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
+
+
+def balance_pseudo_counts(totals: jax.Array, records: ArrayLike) -> jax.Array:
+    """``records`` pseudo-records ``[C]`` spread as the class balance of the released
+    ``totals [C]`` (each floored at 1/2; post-processing): added to a noisy cell's counts, they
+    make a cell whose evidence is weaker follow the released majority."""
+    totals = jnp.maximum(totals, 0.5)
+    return jnp.asarray(records, jnp.float32) * totals / totals.sum()

@@ -111,32 +111,21 @@ def pair_counts(values: jax.Array, weight: jax.Array, block: int | None = None) 
     ``HIGHEST`` precision (its sums below ``2**24``), and the blocks add up in int32. Only one
     block's float32 operands exist at a time, so memory stays ``O(block·L + L²)`` past the
     ``[m, L]`` literal matrix itself."""
-    n_literals = values.shape[1]
-
-    def gram(v: jax.Array, w: jax.Array) -> jax.Array:
-        return jnp.matmul((v * w[:, None]).T, v, precision=jax.lax.Precision.HIGHEST)
-
-    return blockwise_sum(gram, values, weight, (n_literals, n_literals), block)
-
-
-def blockwise_sum(product, values: jax.Array, weight: jax.Array, shape: tuple[int, int],
-                  block: int | None) -> jax.Array:
-    """``Σ_blocks product(v, w)`` over row blocks of the bool ``values [m, L]`` and the integer
-    ``weight [m, ...]`` as float32 (exact: integer sums below ``2**24`` per block), added up in
-    int32."""
     m, n_literals = values.shape
     block = row_block(m, n_literals) if block is None else block
     blocks = -(-m // block)
     pad = blocks * block - m
     rows = jnp.pad(values, ((0, pad), (0, 0))).reshape(blocks, block, n_literals)
-    weights = jnp.pad(weight, ((0, pad),) + ((0, 0),) * (weight.ndim - 1))
-    weights = weights.reshape((blocks, block) + weight.shape[1:])
+    weights = jnp.pad(weight, (0, pad)).reshape(blocks, block)
 
     def add_block(total: jax.Array, part: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
-        v, w = part[0].astype(jnp.float32), part[1].astype(jnp.float32)
-        return total + product(v, w).astype(jnp.int32), None
+        v = part[0].astype(jnp.float32)
+        gram = jnp.matmul((v * part[1].astype(jnp.float32)[:, None]).T, v,
+                          precision=jax.lax.Precision.HIGHEST)
+        return total + gram.astype(jnp.int32), None
 
-    total, _ = jax.lax.scan(add_block, jnp.zeros(shape, jnp.int32), (rows, weights))
+    total, _ = jax.lax.scan(add_block, jnp.zeros((n_literals, n_literals), jnp.int32),
+                            (rows, weights))
     return total
 
 

@@ -69,6 +69,7 @@ from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, report_noisy_min
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
+from dpjax.mechanisms.size import balance_pseudo_counts
 from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import (
@@ -410,8 +411,7 @@ def label_prior(clipped: jax.Array, records: ArrayLike) -> jax.Array:
     the records, so their noisy counts, clipped at 0, add up to the class totals; floored at
     1/2): added to every rule's counts, a rule whose evidence is under ``records`` predicts the
     majority (post-processing of the count release)."""
-    totals = jnp.maximum(clipped.sum(0), 0.5)
-    return jnp.asarray(records, jnp.float32) * totals / totals.sum()
+    return balance_pseudo_counts(clipped.sum(0), records)
 
 
 def label_of(counts: jax.Array) -> jax.Array:

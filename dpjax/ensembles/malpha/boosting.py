@@ -46,8 +46,16 @@ from dpjax.ensembles.malpha.model import MalphaModel
 from dpjax.ensembles.malpha.tree import grow_malpha_tree, resolve_oc_alpha
 from dpjax.learner import FitContext
 from dpjax.losses.proper import canonical_link, inverse_link
+from dpjax.mechanisms.size import (
+    AGAIN_LABEL,
+    CLASS_COUNTS_STREAM,
+    MAX_SIZE,
+    class_totals,
+    pooled_counts,
+    release_class_counts,
+    release_size,
+)
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
-from dpjax.mechanisms.size import MAX_SIZE, pooled_counts, release_class_counts, release_size
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import share
 from dpjax.trees.dense import DenseTree
@@ -56,10 +64,8 @@ if TYPE_CHECKING:
     from dpjax.ensembles.malpha.config import MalphaBoosted
 
 WEIGHT_FLOOR = 1e-6  # ζ' of §3 (A21)
-PRIOR_STREAM = 0x7072
-"""The stream (``fold_in``) of the class-count releases, apart from the size and trees' keys."""
 PRIOR_LABEL = "class counts (released size, prior)"
-MAJORITY_LABEL = "class counts again (majority fallback)"
+MAJORITY_LABEL = AGAIN_LABEL
 
 
 def affordable_trees(size: ArrayLike, epsilon: ArrayLike, beta_tree: ArrayLike, depth: int,
@@ -170,10 +176,10 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     margin = jnp.float32(0.0)
     with_prior = private and config.budget == "parallel" and config.prior_share > 0.0
     if with_prior:      # a share of ε for the class counts: the released size and H_0
-        k_prior, k_majority = jax.random.split(jax.random.fold_in(k_size, PRIOR_STREAM))
+        k_prior, k_majority = jax.random.split(jax.random.fold_in(k_size, CLASS_COUNTS_STREAM))
         prior_epsilon = share(epsilon, config.prior_share)
         epsilon = share(epsilon, 1.0 - config.prior_share)
-        totals = jnp.stack([jnp.sum(y == 0), jnp.sum(y == 1)]).astype(jnp.int32)
+        totals = class_totals(y, 2)
         prior, costs[PRIOR_LABEL] = release_class_counts(k_prior, totals, prior_epsilon,
                                                          sensitivity)
         if size is None:
@@ -239,5 +245,5 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     return model, costs
 
 
-__all__ = ["MAJORITY_LABEL", "PRIOR_LABEL", "PRIOR_STREAM", "WEIGHT_FLOOR", "affordable_trees",
-           "fit", "prior_margin", "tree_budgets"]
+__all__ = ["MAJORITY_LABEL", "PRIOR_LABEL", "WEIGHT_FLOOR", "affordable_trees", "fit",
+           "prior_margin", "tree_budgets"]

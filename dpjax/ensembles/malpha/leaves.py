@@ -30,6 +30,7 @@ from jax.typing import ArrayLike
 from dpjax.ensembles.malpha.tree import WEIGHT_UNIT
 from dpjax.losses.proper import canonical_link
 from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.size import balance_pseudo_counts
 from dpjax.privacy import Cost, parallel
 
 LEAF_MECHANISMS = ("value", "counts")
@@ -156,8 +157,7 @@ def shrunk_sums(noisy: jax.Array, pseudo: ArrayLike) -> jax.Array:
     own released class balance (the leaves' sums added up, floored at 1/2): a leaf whose sums
     are under the noise follows the weighted majority of its round instead of the noise's sign
     (post-processing of the release; ``pseudo = 0`` leaves the sums as released)."""
-    totals = jnp.maximum(noisy.sum(0), 0.5)
-    return noisy + jnp.asarray(pseudo, jnp.float32) * totals / totals.sum()
+    return noisy + balance_pseudo_counts(noisy.sum(0), pseudo)
 
 
 def beta_rounding(a: ArrayLike, clamp: float, n_leaves: int) -> jax.Array:

@@ -111,7 +111,7 @@ from dpjax.mechanisms.gaussian import (
     gaussian_mechanism,
 )
 from dpjax.mechanisms.laplace import integer_grid, laplace_mechanism
-from dpjax.mechanisms.size import pooled_counts, release_class_counts
+from dpjax.mechanisms.size import class_totals, pooled_counts, release_class_counts
 from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
     WHOLE,
@@ -335,8 +335,7 @@ def release_counts(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
                    sensitivity: float) -> tuple[jax.Array, jax.Array, Cost | None]:
     """The (noisy) class counts ``(ñ_0, ñ_1)`` (float32), their total and the cost; the
     counts' L1 sensitivity is ``sensitivity`` (one record is in one class)."""
-    positive = jnp.sum(y.astype(jnp.int32))
-    counts = jnp.stack([y.shape[0] - positive, positive]).astype(jnp.int32)
+    counts = class_totals(y, 2)
     cost = None
     if epsilon is not None:
         counts, cost = release_class_counts(key, counts, epsilon, sensitivity)

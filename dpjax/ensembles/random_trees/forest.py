@@ -40,7 +40,12 @@ import jax.numpy as jnp
 
 from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, permute_and_flip
-from dpjax.mechanisms.size import pooled_counts, release_class_counts
+from dpjax.mechanisms.size import (
+    AGAIN_LABEL,
+    CLASS_COUNTS_STREAM,
+    pooled_counts,
+    release_class_counts,
+)
 from dpjax.privacy import Cost, fixed_point, parallel
 from dpjax.privacy.composition import parts, share
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
@@ -261,7 +266,7 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
     with_prior = config.budget == "parallel" and config.prior_share > 0.0
     if with_prior:      # a share of ε for the class counts: the released size and the majority
         traced = config.resolve_traced(traced or {})
-        k_prior, k_majority = jax.random.split(jax.random.fold_in(key, PRIOR_STREAM))
+        k_prior, k_majority = jax.random.split(jax.random.fold_in(key, CLASS_COUNTS_STREAM))
         prior_epsilon = share(epsilon, config.prior_share)
         epsilon = share(epsilon, 1.0 - config.prior_share)
         totals = counts[0].sum(0)          # every record reaches one leaf of the first tree
@@ -302,11 +307,8 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
     return DenseTree(feature=feature, threshold=threshold, leaf=leaf), costs
 
 
-PRIOR_STREAM = 0x7072
-"""The stream (``fold_in``) of the class-count releases, apart from the structure, leaf-noise
-and fallback keys."""
 PRIOR_LABEL = "class counts (released size, majority)"
-MAJORITY_LABEL = "class counts again (majority fallback)"
+MAJORITY_LABEL = AGAIN_LABEL
 
 
 def count_scale(epsilon: jax.Array, n_trees: int, sensitivity: float) -> jax.Array:

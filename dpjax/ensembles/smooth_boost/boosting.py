@@ -26,7 +26,7 @@ from dpjax.ensembles.smooth_boost.stumps import Stump
 from dpjax.ensembles.smooth_boost.topdown import TopDownTree
 from dpjax.learner import FitContext
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
-from dpjax.mechanisms.size import MAX_SIZE, release_class_counts, release_size
+from dpjax.mechanisms.size import MAX_SIZE, class_totals, release_class_counts, release_size
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import round_budget, share
 
@@ -67,8 +67,7 @@ def majority_fallback(key: jax.Array, y: jax.Array, epsilon: jax.Array, sensitiv
     """Where the public schedule says even one round cannot beat its noise (``~learns``), the
     rounds' budget ``epsilon`` releases the class counts instead: the vote (``±1``) of the
     noisy majority, its cost entered gated on the branch (``learns`` is public)."""
-    totals = jnp.stack([jnp.sum(y == 0), jnp.sum(y == 1)]).astype(jnp.int32)
-    counts, cost = release_class_counts(key, totals, epsilon, sensitivity)
+    counts, cost = release_class_counts(key, class_totals(y, 2), epsilon, sensitivity)
     costs[MAJORITY_LABEL] = cost.gated(~learns)
     return jnp.where(counts[1] >= counts[0], 1, -1).astype(jnp.int32)
 
