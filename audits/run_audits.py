@@ -150,23 +150,27 @@ CONFIGS = [
            dict(weak_learner="halfspace", n_rounds=1, min_signal=1e-3, delta=1e-5)),
     Config("smooth_boost", "halfspaces (discrete Gaussian, zCDP), 2 rounds, δ=1e-5",
            dict(weak_learner="halfspace", n_rounds=2, min_signal=1e-3, delta=1e-5)),
-    Config("rule_list", "count_gini (default), 2 rules", dict(max_rules=2)),
-    Config("rule_list", "count_gini (default), 1 rule of 1 literal", dict(max_rules=1,
-                                                                          max_card=1)),
+    Config("rule_list", "count_gini (default schedule: the fallback at 6 rows), 2 rules",
+           dict(max_rules=2)),
+    Config("rule_list", "count_gini, schedule R' from ñ (rule_signal 3), 2 rules",
+           dict(max_rules=2, rule_signal=3.0, min_signal=0.0)),
+    Config("rule_list", "count_gini, 1 rule of 1 literal (always scheduled)",
+           dict(max_rules=1, max_card=1, rule_signal=1e-3, min_signal=0.0)),
     Config("rule_list", "smooth_laplace (paper's claim), 1 rule, δ=0.01, 60 rows",
            dict(max_rules=1, selection="smooth_laplace", delta=0.01), rows=60),
-    Config("rule_list", "count_gini (default), greedy pair search (wide schemas), 2 rules",
-           dict(max_rules=2, pair_search="greedy")),
-    Config("rule_list", "count_gini (default), 2 rules, no label prior (prior_records 0)",
-           dict(max_rules=2, prior_records=0.0)),
+    Config("rule_list", "count_gini, greedy pair search (wide schemas), 2 rules scheduled",
+           dict(max_rules=2, pair_search="greedy", rule_signal=1e-3, min_signal=0.0)),
+    Config("rule_list", "count_gini, fixed split (prior_share 0), 2 rules, no label prior",
+           dict(max_rules=2, prior_share=0.0, prior_records=0.0)),
     Config("rule_list", "smooth_cauchy (paper's claim), 1 rule, δ=0.01, 60 rows",
            dict(max_rules=1, selection="smooth_cauchy", delta=0.01), rows=60),
     Config("rule_list", "global_laplace (report noisy min), 1 rule of 1 literal",
-           dict(max_rules=1, max_card=1, selection="global_laplace")),
+           dict(max_rules=1, max_card=1, selection="global_laplace", rule_signal=1e-3,
+                min_signal=0.0)),
     Config("rule_list", "global_gaussian (discrete Gaussian vector), 1 rule, δ=1e-5",
            dict(max_rules=1, max_card=1, selection="global_gaussian", delta=1e-5)),
     Config("rule_list", "exponential (permute-and-flip on the Gini), 2 rules",
-           dict(max_rules=2, selection="exponential")),
+           dict(max_rules=2, selection="exponential", rule_signal=1e-3, min_signal=0.0)),
     Config("rule_list", "smooth_laplace, paper calibration (not private), 1 rule, 60 rows",
            dict(max_rules=1, selection="smooth_laplace", calibration="paper", delta=0.01),
            private=False, rows=60),
@@ -262,7 +266,8 @@ def main() -> None:
     parser.add_argument("--only", help="audit only the modes containing this text (or the "
                         "learner of that name)")
     parser.add_argument("--merge", action="store_true", help="replace those rows of the "
-                        "committed table (in --out) instead of writing a new one")
+                        "committed table (in --out) instead of writing a new one, and drop "
+                        "the rows of modes no longer configured")
     args = parser.parse_args()
     start = time.perf_counter()
     table = run(args.n, args.only)
@@ -275,6 +280,9 @@ def main() -> None:
         kept = old.merge(table[key], on=key, how="left", indicator=True)["_merge"] == "left_only"
         order = {(c.learner, c.mode): i for i, c in enumerate(CONFIGS)}
         table = pd.concat([old[kept.to_numpy()], table], ignore_index=True)
+        current = [(learner == "canary") or (learner, mode) in order
+                   for learner, mode in zip(table["learner"], table["mode"], strict=True)]
+        table = table[current].reset_index(drop=True)     # modes renamed or gone: dropped
         rank = np.array([order.get(pair, len(order))
                          for pair in zip(table["learner"], table["mode"], strict=True)])
         table = table.iloc[np.lexsort((table.index, rank))].reset_index(drop=True)

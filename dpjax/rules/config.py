@@ -18,6 +18,7 @@ from dpjax.learner import (
     hyper,
     non_negative_float,
     or_literal,
+    positive_float,
     positive_int,
     register,
     traced,
@@ -68,7 +69,15 @@ class RuleListLearner(Learner):
     pseudo-records of the released class balance join every rule's counts before its label is
     read, so a rule whose evidence is weaker predicts the majority (30, chosen on the shared
     datasets with ``experiments/learner_defaults.py``: german at ε = 10 fell 0.02 below the
-    majority without it; 0 reads the counts alone). See :mod:`dpjax.rules.greedy`."""
+    majority without it; 0 reads the counts alone). ``prior_share`` (pure selections, private
+    ``"provable"`` fits): the share of ``ε`` that first releases the class counts, whose sum
+    ``ñ`` sets the public number of rules ``R' = ⌈(ñε'/Δ − min_signal)/rule_signal⌉`` in
+    ``[0, max_rules]`` (traced ``rule_signal``, ``min_signal``; ``R' = 0`` is the majority
+    fallback); 0 runs all ``max_rules`` nodes at ``ε/(max_rules + 1)`` each, as before.
+    Defaults (0.05, 2000, 10) chosen on the shared datasets (``experiments/learner_defaults.py``
+    and 3 splits × 5 seeds at ε = 0.1): with all four rules at ε = 0.1 german, qsar and
+    transfusion fell 0.03–0.06 below the majority; one better-paid rule learns there. See
+    :mod:`dpjax.rules.greedy`."""
 
     name: ClassVar[str] = "rule_list"
     binary: ClassVar[bool] = True
@@ -79,7 +88,18 @@ class RuleListLearner(Learner):
     min_support: float = hyper(0.05, unit_interval(open_high=True))
     confidence: Any = hyper("auto", or_literal("auto", unit_interval(open_high=True)))
     prior_records: float = traced(30.0, non_negative_float)
+    prior_share: float = hyper(0.05, unit_interval(open_low=False, open_high=True))
+    rule_signal: float = traced(2000.0, positive_float)
+    min_signal: float = traced(10.0, non_negative_float)
     pair_search: str = hyper("auto", choice(*PAIR_SEARCHES))
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether a private fit releases the class counts and runs the public rule schedule
+        (:func:`~dpjax.rules.greedy.affordable_rules`): ``calibration="provable"``, a pure
+        selection (the ``δ`` selections keep their fixed split) and ``prior_share > 0``."""
+        return (self.calibration == "provable" and self.selection not in NEEDS_DELTA
+                and self.prior_share > 0.0)
 
     def pair_search_for(self, literals: Literals) -> str:
         """How a node searches its candidates (static, from the public schema): ``"singles"``

@@ -43,5 +43,6 @@ def describe_rule_list(rules: RuleList, spec: FeatureSpec, classes: tuple) -> st
         lines.append(f"{keyword} {' and '.join(sorted(parts))} then {classes[label[r]]}"
                      f"   [counts {counts[r, 0]:.0f} / {counts[r, 1]:.0f}]")
     default = f"{classes[label[-1]]}   [counts {counts[-1, 0]:.0f} / {counts[-1, 1]:.0f}]"
-    lines.append(f"else {default}" if lines else f"always {default}")
+    lines.append(f"else {default}" if lines else
+                 f"no rule (majority fallback): always {default}")
     return "\n".join(["rule list (counts: label 0 / label 1):", *lines])

@@ -44,10 +44,17 @@ class balance join each rule's counts (:func:`label_prior`; private ``"provable"
 cells partition the data, so the counts are one histogram release of L1 sensitivity 1 (parallel
 composition; the paper charges a budget per rule).
 
-Budget (``calibration="provable"``): ``ε`` in equal shares over the selections, the support
-checks (smooth selections only) and the count histogram, ``δ`` in equal shares over the nodes.
-Every node is charged, also those after the list stopped: the ledger is the mechanism's
-``(ε, δ)``, fixed before the fit, not a pointwise bound that would vary with the output.
+Budget (``calibration="provable"``): with a pure selection (``count_gini``, ``global_laplace``,
+``exponential``) and ``prior_share > 0`` (the default) a share ``prior_share`` of ``ε`` first
+releases the two class counts (the size ``ñ``, and the labels' prior), then the public schedule
+:func:`affordable_rules` sets the number of rules ``R' <= max_rules`` from ``ñ`` and ``ε``
+alone, and the rest of ``ε`` is split equally over the ``R'`` selections and the count
+histogram (``R' = 0``: the majority fallback, the whole rest labels the default rule). Without
+the class counts (``prior_share = 0``, or a ``δ`` selection), ``ε`` is split in equal shares over
+the ``max_rules`` selections, the support checks (smooth selections only) and the count
+histogram, ``δ`` in equal shares over the nodes. Every node is charged, also those after the list
+stopped: the ledger is the mechanism's ``(ε, δ)``, fixed before the fit (or by the public
+schedule), not a pointwise bound that would vary with the output.
 ``calibration="paper"`` uses the paper's split (``ε/(3K − 1)``, ``ε/(2K − 1)``, ``ε/(2K)`` with
 ``K = max_rules + 1``), the paper's scales (gl-Laplace ``Δ/ε``, gl-Gaussian per score), ``S*``
 as printed, ``Λ`` from the row count and the confidence ``𝒞`` outside ``δ``: a reproduction
@@ -69,7 +76,14 @@ from dpjax.learner import FitContext
 from dpjax.mechanisms import laplace_mechanism, report_noisy_min
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
-from dpjax.mechanisms.size import balance_pseudo_counts
+from dpjax.mechanisms.size import (
+    CLASS_COUNTS_STREAM,
+    MAX_SIZE,
+    balance_pseudo_counts,
+    class_totals,
+    pooled_counts,
+    release_class_counts,
+)
 from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import (
@@ -106,6 +120,7 @@ COUNT_SENSITIVITY = 2.0**FRACTION_BITS
 one part's ``a·b/(a + b)`` up by less than 1, so its floor ``⌊2**F·a·b/(a + b)⌋`` moves up by an
 integer in ``[0, 2**F]`` (exactly monotone; no rounding margin is needed)."""
 PAPER_CONFIDENCE = 0.99
+PRIOR_LABEL = "class counts (released size, labels' prior)"
 
 
 class RuleList(NamedTuple):
@@ -309,21 +324,41 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     private = epsilon is not None
     smooth_mode = private and selection in SMOOTH
     k_nodes, k_counts = jax.random.split(key)
+    traced = config.resolve_traced(traced or {})
+    costs: dict[str, Cost] = {}
+    n_live = jnp.int32(max_rules)
+    balance = None
+    epsilon0 = epsilon
+    if private and config.scheduled:
+        # a share of ε for the class counts (the released size and the labels' prior), then
+        # the public number of rules the rest can pay for (spec-free: dpjax's schedule)
+        balance, costs[PRIOR_LABEL] = release_class_counts(
+            jax.random.fold_in(key, CLASS_COUNTS_STREAM), class_totals(labels, 2),
+            share(epsilon, config.prior_share), sensitivity)
+        epsilon = share(epsilon, 1.0 - config.prior_share)
+        public = (jnp.clip(jnp.maximum(balance, 0.0).sum(), 1.0, MAX_SIZE) if size is None
+                  else jnp.float32(size))
+        n_live = affordable_rules(public, epsilon, sensitivity, traced["rule_signal"],
+                                  traced["min_signal"], max_rules)
     if private:
-        eps_node = node_epsilon(epsilon, selection, calibration, max_rules)
+        eps_node = (share(epsilon, 1.0, n_live + 1) if config.scheduled
+                    else node_epsilon(epsilon, selection, calibration, max_rules))
         delta_smooth, delta_check = delta_shares(delta, selection, calibration, max_rules,
                                                  config.confidence)
         beta = (eps_node / (2.0 * math.log(2.0 / delta_smooth)) if selection == "smooth_laplace"
                 else eps_node / 6.0)
     convention = "paper" if calibration == "paper" else "add_remove"
 
-    def step(node: _Node, node_key: jax.Array) -> tuple[_Node, tuple]:
+    def step(node: _Node, inputs: tuple[jax.Array, jax.Array]) -> tuple[_Node, tuple]:
+        node_key, rank = inputs
         k_check, k_select = jax.random.split(node_key)
+        scheduled = rank < n_live
         if search == "greedy":
             index, first, second, select_cost = greedy_pair(
                 k_select, functools.partial(extended, node.remaining), literal_feature,
                 eps_node if private else None, sensitivity)
-            take = ~node.stopped & (index > 0)
+            select_cost = tuple(c.gated(scheduled) for c in select_cost)
+            take = ~node.stopped & scheduled & (index > 0)
             remaining = node.remaining & ~(take & rows_of(first) & rows_of(second))
             no_check = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
             return (_Node(remaining, node.selected, node.stopped | ~take, node.min_support),
@@ -360,7 +395,8 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
         else:
             index = greedy_choice(stats, valid)
             select_cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "")
-        take = live & passes & (index > 0)
+        select_cost = select_cost.gated(scheduled)
+        take = live & scheduled & passes & (index > 0)
         chosen = jnp.maximum(index - 1, 0)
         first, second = first_of[chosen], second_of[chosen]
         remaining = node.remaining & ~(take & rows_of(first) & rows_of(second))
@@ -375,13 +411,12 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     start = _Node(jnp.ones(codes.shape[0], bool), jnp.zeros(n_candidates, bool),
                   jnp.bool_(False), jnp.float32(-1.0))
     _, (pairs, active, check_costs, select_costs) = jax.lax.scan(
-        step, start, jax.random.split(k_nodes, max_rules))
+        step, start, (jax.random.split(k_nodes, max_rules), jnp.arange(max_rules)))
     pairs = jnp.where(active[:, None], pairs, 0)     # a node's choice is released iff taken
     fires = active[None, :] & rows_of(pairs[:, 0]) & rows_of(pairs[:, 1])
     cell = jnp.where(fires.any(axis=1), jnp.argmax(fires, axis=1), max_rules)
     hist = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=jnp.int32), cell,
                                num_segments=max_rules + 1)
-    costs: dict[str, Cost] = {}
     if private:
         counts, costs["rule label counts (disjoint cells)"] = laplace_mechanism(
             k_counts, hist, sensitivity, eps_node, integer=True, label="sens. 1")
@@ -399,19 +434,37 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     clipped = jnp.maximum(counts, 0.0)
     prior = jnp.zeros(2, jnp.float32)
     if private and calibration == "provable":
-        traced = config.resolve_traced(traced or {})
-        prior = label_prior(clipped, traced["prior_records"])
+        totals = clipped.sum(0)
+        if balance is not None:     # the cells' sum has the variance of R' + 1 cells
+            totals = pooled_counts([(balance, share(epsilon0, config.prior_share)),
+                                    (totals, eps_node / jnp.sqrt(n_live + 1.0))])
+        prior = label_prior(totals, traced["prior_records"])
     label = label_of(clipped + prior)
     table = [jnp.asarray(a)[pairs] for a in literals]
     return RuleList(*table, active, counts, label, prior), costs
 
 
-def label_prior(clipped: jax.Array, records: ArrayLike) -> jax.Array:
-    """``records`` pseudo-records spread as the released class balance (the cells partition
-    the records, so their noisy counts, clipped at 0, add up to the class totals; floored at
-    1/2): added to every rule's counts, a rule whose evidence is under ``records`` predicts the
-    majority (post-processing of the count release)."""
-    return balance_pseudo_counts(clipped.sum(0), records)
+def affordable_rules(size: jax.Array, epsilon: jax.Array, sensitivity: float,
+                     rule_signal: ArrayLike, min_signal: ArrayLike, max_rules: int
+                     ) -> jax.Array:
+    """The public number of rules (dpjax's schedule, from the released size ``ñ`` and ``ε``
+    only): ``R' = ⌈(ñε/Δ − min_signal)/rule_signal⌉`` clipped to ``[0, max_rules]``. Below
+    ``min_signal`` records per unit of noise no rule is chosen: the whole budget labels the
+    default rule, the released majority (the fallback). Each further ``rule_signal`` buys one
+    more rule; the ``R' + 1`` releases share ``ε`` equally, so fewer rules are each chosen
+    with more of it."""
+    signal = size * jnp.asarray(epsilon, jnp.float32) / sensitivity
+    wanted = jnp.ceil((signal - min_signal) / jnp.asarray(rule_signal, jnp.float32))
+    return jnp.clip(wanted, 0, max_rules).astype(jnp.int32)
+
+
+def label_prior(totals: jax.Array, records: ArrayLike) -> jax.Array:
+    """``records`` pseudo-records spread as the released class balance ``totals [2]`` (the
+    cells partition the records, so their noisy counts, clipped at 0, add up to the class
+    totals; with the class counts released first, both pooled); floored at 1/2. Added to every
+    rule's counts, a rule whose evidence is under ``records`` predicts the majority
+    (post-processing)."""
+    return balance_pseudo_counts(jnp.maximum(totals, 0.0), records)
 
 
 def label_of(counts: jax.Array) -> jax.Array:

@@ -21,7 +21,7 @@ from dpjax.rules.candidates import (
     node_stats,
 )
 from dpjax.rules.config import MAX_EXHAUSTIVE_PAIRS, RuleListLearner
-from dpjax.rules.greedy import label_prior
+from dpjax.rules.greedy import PRIOR_LABEL, affordable_rules, label_prior
 
 N_CODES = np.array([2, 5, 3, 7])
 
@@ -98,7 +98,7 @@ def test_greedy_search_finds_the_planted_conjunction_without_noise(planted):
 def test_greedy_search_ledger_charges_both_halves_of_every_node(planted):
     X, y = planted
     model = dpjax.fit(X, y, method="rule_list", epsilon=1.0, key=0, bounds=(0, 1),
-                      pair_search="greedy")
+                      pair_search="greedy", prior_share=0.0)
     entries = {e.what: e for e in model.privacy.entries}
     first = entries["rule selection (count_gini), first literal"]
     second = entries["rule selection (count_gini), second literal"]
@@ -106,6 +106,39 @@ def test_greedy_search_ledger_charges_both_halves_of_every_node(planted):
     assert first.epsilon == pytest.approx(0.1, rel=1e-5)          # ε/(R + 1)/2
     assert 1.0 * (1 - 2e-3) <= model.privacy.epsilon <= 1.0
     assert model.score(X, y) > 0.9
+
+
+def test_affordable_rules_is_the_public_schedule():
+    """``R' = ⌈(ñε/Δ − min_signal)/rule_signal⌉`` in ``[0, max_rules]``."""
+    def rules(size, epsilon, rule_signal=2000.0, min_signal=10.0, sensitivity=1.0):
+        return int(affordable_rules(jnp.float32(size), jnp.float32(epsilon), sensitivity,
+                                    rule_signal, min_signal, 4))
+
+    assert rules(50, 0.1) == 0                        # 5 records of signal: the fallback
+    assert rules(200, 0.1) == 1                       # 20: one rule
+    assert rules(1500, 1.0) == 1
+    assert rules(4500, 1.0) == 3
+    assert rules(1e6, 10.0) == 4                      # capped at max_rules
+    assert rules(4500, 1.0, sensitivity=2.0) == 2     # replace-one halves the signal
+
+
+@pytest.mark.parametrize("epsilon", [0.02, 1.0, 10.0])
+def test_scheduled_ledger_has_one_share_per_scheduled_release(planted, epsilon):
+    """The class counts take ``prior_share·ε``; the rest is split over ``R' + 1`` releases (the
+    ``R'`` selections and the label counts), so the total is ``ε`` whatever ``R'`` is."""
+    X, y = planted
+    model = dpjax.fit(X, y, method="rule_list", epsilon=epsilon, key=0, bounds=(0, 1))
+    entries = {e.what: e for e in model.privacy.entries}
+    assert entries[PRIOR_LABEL].epsilon == pytest.approx(0.05 * epsilon, rel=1e-3)
+    labels = entries["rule label counts (disjoint cells)"]
+    selections = entries.get("rule selection (count_gini)")
+    n_scheduled = 0 if selections is None else selections.count
+    assert n_scheduled == int(np.ceil((1500 * 0.95 * epsilon - 10.0) / 2000.0).clip(0, 4))
+    assert labels.epsilon == pytest.approx(0.95 * epsilon / (n_scheduled + 1), rel=1e-3)
+    assert epsilon * (1 - 2e-3) <= model.privacy.epsilon <= epsilon
+    assert model.params.active.sum() <= n_scheduled
+    if n_scheduled == 0:
+        assert "majority fallback" in model.describe()
 
 
 @pytest.mark.slow
@@ -120,6 +153,9 @@ def test_a_thousand_features_fit_with_the_greedy_search():
 
 
 def test_label_prior_spreads_the_records_as_the_released_balance():
-    clipped = jnp.asarray([[30.0, 10.0], [2.0, 3.0], [48.0, 7.0]])   # totals 80 / 20
-    np.testing.assert_allclose(np.asarray(label_prior(clipped, 30.0)), [24.0, 6.0], rtol=1e-6)
-    np.testing.assert_array_equal(np.asarray(label_prior(clipped, 0.0)), [0.0, 0.0])
+    totals = jnp.asarray([80.0, 20.0])
+    np.testing.assert_allclose(np.asarray(label_prior(totals, 30.0)), [24.0, 6.0], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(label_prior(totals, 0.0)), [0.0, 0.0])
+    # a noisy count below 0 reads as 0 (floored at 1/2)
+    np.testing.assert_allclose(np.asarray(label_prior(jnp.asarray([-3.0, 9.5]), 10.0)),
+                               [0.5, 9.5], rtol=1e-6)
