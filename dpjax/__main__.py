@@ -1,13 +1,21 @@
 """Main job: ``python -m dpjax`` (or ``dpjax``) trains DP random-tree forests (or another
 ``--method``) on a dataset shipped with the package at several privacy budgets and prints test
-accuracy, privacy spent and fit time (compile and run separately)."""
+accuracy, privacy spent and fit time (compile and run separately).
+
+``dpjax --data file.csv --label column --bounds ...`` does the same on your own CSV (gzipped or
+not), with the bounds and classes you declare; ``--save model.json`` then fits one model on every
+row with fresh entropy at the one budget of ``--epsilons`` and writes it."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 import dpjax
 from dpjax.data.splits import stratified_split
@@ -29,6 +37,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="splits/seeds per budget")
     parser.add_argument("--epsilons", default="0.1,1,10,none",
                         help="comma-separated budgets; 'none' = non-private")
+    parser.add_argument("--version", action="version", version=f"dpjax {dpjax.__version__}")
+    own = parser.add_argument_group("your own data (instead of --dataset)")
+    own.add_argument("--data", help="a CSV file (.csv or .csv.gz) with a header row")
+    own.add_argument("--label", help="the label column of --data")
+    own.add_argument("--bounds", help="the public bounds: 'lo,hi' for every numeric column, or "
+                     "a JSON file mapping each column to [lo, hi] or to its list of categories")
+    own.add_argument("--classes", help="the declared labels, comma-separated (default: 0,1 "
+                     "for numeric labels)")
+    own.add_argument("--save", help="fit one model on every row of --data at the one budget "
+                     "of --epsilons, with fresh entropy, and write it here (JSON)")
     args = parser.parse_args(argv)
     try:
         run(args)
@@ -50,17 +68,87 @@ def _budgets(text: str) -> list[float | None]:
     return budgets
 
 
+def _declared_bounds(text: str | None) -> Any:
+    """``--bounds``: ``lo,hi`` for every numeric column, or a JSON file of column -> ``[lo,
+    hi]`` or category list (lists become the tuples and lists :func:`dpjax.fit` reads)."""
+    if text is None:
+        raise ValueError("--data needs --bounds: the public range of every numeric column "
+                         "('lo,hi' or a JSON file); reading them off the data is not private")
+    path = Path(text)
+    if path.suffix == ".json" or path.exists():
+        try:
+            spec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"--bounds: cannot read {text!r} as JSON ({error})") from None
+        if not isinstance(spec, dict):
+            raise ValueError("--bounds: the JSON file must map column names to [lo, hi] or to "
+                             "a list of categories")
+        return {column: (tuple(value) if len(value) == 2 and all(
+                    isinstance(v, int | float) for v in value) else list(value))
+                for column, value in spec.items()}
+    parts = text.split(",")
+    try:
+        lo, hi = (float(part) for part in parts)
+    except ValueError:
+        raise ValueError(f"--bounds takes 'lo,hi' or a JSON file; got {text!r}") from None
+    return (lo, hi)
+
+
+def _declared_classes(text: str | None, y: np.ndarray) -> tuple | None:
+    """``--classes``: the comma-separated labels, as numbers when the label column is."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if pd.api.types.is_numeric_dtype(y.dtype):
+        try:
+            return tuple(y.dtype.type(float(name)) for name in names)
+        except ValueError:
+            raise ValueError(f"--classes: the label column is numeric; got {text!r}") from None
+    return tuple(names)
+
+
+def read_csv(path: str, label: str | None) -> tuple[pd.DataFrame, np.ndarray]:
+    """``--data``: the CSV's columns other than ``label`` as ``X`` (numbers as float, text as
+    strings) and the label column as ``y``."""
+    if label is None:
+        raise ValueError("--data needs --label: the name of the label column")
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    if label not in frame.columns:
+        raise ValueError(f"--label {label!r} is not a column of {path}")
+    y = frame.pop(label).to_numpy()
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column].dtype):
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+    return frame, y
+
+
 def run(args: argparse.Namespace) -> None:
     """The main job for parsed arguments."""
     epsilons = _budgets(args.epsilons)
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1; got {args.seeds}")
-    X, y = dpjax.load_dataset(args.dataset, args.data_dir)
-    bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
-    missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
+    classes = None
+    if args.data is not None:
+        X, y = read_csv(args.data, args.label)
+        bounds, classes = _declared_bounds(args.bounds), _declared_classes(args.classes, y)
+        missing = "code"       # any column may be missing: which ones are is not read off
+        name, source = Path(args.data).name, "declared by --bounds"
+        if args.save is not None:
+            save(args, X, y, epsilons, bounds, classes, missing)
+            return
+    else:
+        if args.save is not None:
+            raise ValueError("--save goes with --data (your own file)")
+        X, y = dpjax.load_dataset(args.dataset, args.data_dir)
+        bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
+        missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
+        name, source = args.dataset, "the benchmark file's ranges"
     print(f"dpjax {dpjax.__version__}: {title(args.method)} on "
-          f"{args.dataset} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
-          f"{args.seeds} seeds, public bounds = the benchmark file's ranges\n")
+          f"{name} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
+          f"{args.seeds} seeds, public bounds = {source}\n")
+    if args.data is not None:
+        print("These test accuracies are computed on your data and are not private: they are "
+              "for choosing settings. Release a model with --save.\n")
     header = (f"{'epsilon':>8} {'test accuracy':>16} {'eps spent':>10} {'compile s':>10} "
               f"{'run s':>8}")
     print(header)
@@ -72,7 +160,7 @@ def run(args: argparse.Namespace) -> None:
         for seed in range(args.seeds):
             train, test = stratified_split(y, 0.3, seed)
             model = dpjax.fit(X.iloc[train], y[train], method=args.method, epsilon=epsilon,
-                              key=seed, bounds=bounds, missing=missing)
+                              key=seed, bounds=bounds, missing=missing, classes=classes)
             accuracy.append(model.score(X.iloc[test], y[test]))
             compile_s += model.timings.compile_s
             run_s.append(model.timings.run_s)
@@ -86,6 +174,19 @@ def run(args: argparse.Namespace) -> None:
           "compile is paid once per shape, run is the median warm fit)\n")
     if example is not None:
         print(example.summary())
+
+
+def save(args: argparse.Namespace, X: pd.DataFrame, y: np.ndarray, epsilons: list,
+         bounds: Any, classes: tuple | None, missing: str) -> None:
+    """``--save``: one model on every row, fresh entropy (``key=None``), written as JSON."""
+    if len(epsilons) != 1:
+        raise ValueError("--save fits one model: give one budget with --epsilons")
+    model = dpjax.fit(X, y, method=args.method, epsilon=epsilons[0], bounds=bounds,
+                      missing=missing, classes=classes)
+    model.to_json(args.save)
+    print(f"dpjax {dpjax.__version__}: {title(args.method)} fitted on every row of "
+          f"{Path(args.data).name}, written to {args.save}\n")
+    print(model.summary())
 
 
 if __name__ == "__main__":

@@ -90,21 +90,27 @@ class Model(_Configured):
 
     def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
         """Predicted labels (values of ``classes``). Randomised rules need ``key``."""
-        if self.config.needs_predict_key and key is None:
-            raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
-                             "pass key=...")
-        index = _jitted_predict(self.config)(self.params, self.encode(X),
-                                             as_key(0 if key is None else key))
+        index = self._predict_index(X, key)
         return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
             np.asarray(self.classes).dtype)
 
+    def _predict_index(self, X: Any, key: int | jax.Array | None) -> jax.Array:
+        """Class indices ``[m]`` of :meth:`predict` (``key`` checked there)."""
+        if self.config.needs_predict_key and key is None:
+            raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
+                             "pass key=...")
+        return _jitted_predict(self.config)(self.params, self.encode(X),
+                                            as_key(0 if key is None else key))
+
     def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
-        """Accuracy of :meth:`predict` on ``(X, y)``."""
-        predicted, labels = self.predict(X, key), np.asarray(y)
-        if labels.shape != predicted.shape:
-            raise ValueError(f"y must hold one label per row of X ({predicted.shape[0]}); got "
-                             f"shape {labels.shape}")
-        return float(np.mean(predicted == labels))
+        """Accuracy of :meth:`predict` on ``(X, y)``; labels outside ``classes`` are an error
+        (they could never be predicted: silently wrong, never right)."""
+        y_index, _, _ = encode_labels(y, self.classes, private=False)
+        index = np.asarray(self._predict_index(X, key))
+        if y_index.shape != index.shape:
+            raise ValueError(f"y must hold one label per row of X ({index.shape[0]}); got "
+                             f"shape {np.shape(y)}")
+        return float(np.mean(index == y_index))
 
     def describe(self) -> str:
         """The fitted model as readable text: trees as nested rules with their released
