@@ -59,7 +59,8 @@ def fit(
       X: 2-D table: pandas DataFrame, numpy or JAX array.
       y: labels, 1-D.
       method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
-        ``"boosted"`` (private Newton boosting, binary labels: the accurate default booster),
+        ``"boosted"`` (private Newton boosting; the softmax loss for more than two declared
+        classes: the accurate default booster),
         ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
         ``"rf_exponential"`` (their RF-L / RF-E baselines), ``"smooth_boost"`` (LazyBregBoost
         with DP-1R stumps, binary labels), ``"rule_list"`` (DP greedy rule lists, Ly et al.,

@@ -144,6 +144,7 @@ GAUSSIAN_CELL_BOUND = 2.0**16
 float32 conversion is exact) before the release: a cell's moves are clipped to ``±STEP_CLIP``
 anyway, so only cells of over ``2**18`` rows can lose accuracy, never privacy."""
 PRIOR_LABEL = "prior (class counts)"
+MAJORITY_LABEL = "class counts again (no round affordable: majority fallback)"
 SCOUT_LABEL = "scout (class counts)"
 SCOUT_SHARE = 0.02
 """With ``noise="auto"`` at ``δ > 0``, the share of ``ε`` of a first release of the class
@@ -171,7 +172,7 @@ ROUND_LABELS = {"laplace": "rounds (gradient/hessian sums)",
 
 def active_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, cells: ArrayLike,
                   most: ArrayLike, *, min_signal: ArrayLike, delta: float,
-                  gaussian: bool) -> jax.Array:
+                  gaussian: bool, least: float = 1.0) -> jax.Array:
     """The public schedule ``R``: a function of ``ε``, ``δ``, the prior's ``ε_0``, the
     *released* size ``ñ`` (the prior's noisy class counts) and the configuration only, never
     of the data itself. At most ``most`` rounds (:func:`max_rounds`), and no more than keep
@@ -179,9 +180,10 @@ def active_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, cells: 
     (at least 1; :func:`~dpjax.privacy.composition.affordable_rounds`): pure rounds of ``ε_r``
     have Laplace scale ``1/ε_r``, Gaussian rounds of ``ρ_r`` standard deviation
     ``sqrt(1/(2ρ_r))``. Small data at small ``ε`` thus spends its budget on fewer, less noisy
-    rounds."""
+    rounds; at least ``least`` (1; 0 for the softmax booster, whose fit then falls back to
+    the released class counts)."""
     signal = jnp.asarray(size, jnp.float32) / (jnp.asarray(cells, jnp.float32) * min_signal)
-    return jnp.clip(affordable_rounds(epsilon, prior, signal, delta, gaussian=gaussian), 1.0,
+    return jnp.clip(affordable_rounds(epsilon, prior, signal, delta, gaussian=gaussian), least,
                     jnp.asarray(most, jnp.float32))
 
 
@@ -270,10 +272,17 @@ def auto_uses_random(cyclic_rounds: jax.Array, n_features: int, shape: str) -> j
 
 
 def gradient_stats(score: jax.Array, y: jax.Array, private: bool) -> jax.Array:
-    """Per-record ``(g, h) = (p − y, p(1 − p))`` of the logistic loss at ``score``, ``[m, 2]``:
-    int32 ``floor(·2**GRAD_BITS)`` under DP (exact sums), float32 otherwise."""
-    p = jax.nn.sigmoid(score)
-    stats = jnp.stack([p - y.astype(jnp.float32), p * (1.0 - p)], axis=-1)
+    """Per-record ``(g, h) = (p − y, p(1 − p))`` of the logistic loss at ``score [m]``,
+    ``[m, 2]``, or of the softmax loss at ``score [m, K]`` (``K > 2`` classes), ``[m, K, 2]``
+    with ``p = softmax(score)`` and ``y`` one-hot (the diagonal of the Hessian): int32
+    ``floor(·2**GRAD_BITS)`` under DP (exact sums), float32 otherwise."""
+    if score.ndim == 1:
+        p = jax.nn.sigmoid(score)
+        target = y.astype(jnp.float32)
+    else:
+        p = jax.nn.softmax(score, axis=-1)
+        target = jax.nn.one_hot(y, score.shape[-1], dtype=jnp.float32)
+    stats = jnp.stack([p - target, p * (1.0 - p)], axis=-1)
     if private:
         return fixed_point.to_units(stats)
     return stats
@@ -332,10 +341,11 @@ def released_gain(noisy: jax.Array, ridge: ArrayLike, variance: ArrayLike) -> ja
 
 
 def release_counts(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
-                   sensitivity: float) -> tuple[jax.Array, jax.Array, Cost | None]:
-    """The (noisy) class counts ``(ñ_0, ñ_1)`` (float32), their total and the cost; the
+                   sensitivity: float, n_classes: int = 2
+                   ) -> tuple[jax.Array, jax.Array, Cost | None]:
+    """The (noisy) class counts ``(ñ_0, …, ñ_{K−1})`` (float32), their total and the cost; the
     counts' L1 sensitivity is ``sensitivity`` (one record is in one class)."""
-    counts = class_totals(y, 2)
+    counts = class_totals(y, n_classes)
     cost = None
     if epsilon is not None:
         counts, cost = release_class_counts(key, counts, epsilon, sensitivity)
@@ -344,23 +354,50 @@ def release_counts(key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
 
 
 def pooled_prior(releases: list[tuple[jax.Array, ArrayLike]]) -> tuple[jax.Array, jax.Array]:
-    """``F_0 = log(ñ_1/ñ_0)`` and the released size ``ñ = ñ_0 + ñ_1`` from one or more noisy
+    """``F_0 = log(ñ_1/ñ_0)`` (two classes; with ``K > 2`` the centred log counts ``[K]``,
+    ``log ñ_k − mean_j log ñ_j``) and the released size ``ñ = Σ ñ_k`` from one or more noisy
     releases of the class counts at budgets ``ε_k``, pooled by inverse variance (weights
     ``ε_k²``; post-processing), each count floored at 1."""
     pooled = jnp.maximum(pooled_counts(releases), 1.0)
-    return jnp.log(pooled[1] / pooled[0]), pooled.sum()
+    if pooled.shape[0] == 2:
+        return jnp.log(pooled[1] / pooled[0]), pooled.sum()
+    logs = jnp.log(pooled)
+    return logs - logs.mean(), pooled.sum()
 
 
-def round_sensitivity(sensitivity: float) -> float:
+def loss_spread(n_classes: int) -> float:
+    """The most ``Σ_k |g_k| + Σ_k h_k`` of one record's ``(g, h)`` (in rows): 1 for the logistic
+    loss (``|p − y| + p(1 − p) <= 1``), ``3 − 1/(K − 1)`` for the softmax loss over ``K > 2``
+    classes: ``Σ|p_k − y_k| = 2(1 − p_y)`` and ``Σ p_k(1 − p_k) = 1 − Σ p_k²``, largest at
+    ``p_y = 0`` with the rest spread evenly over the other ``K − 1`` classes."""
+    return 1.0 if n_classes <= 2 else 3.0 - 1.0 / (n_classes - 1)
+
+
+def round_units(sensitivity: float, n_classes: int = 2) -> int:
+    """A round's L1 sensitivity in fixed-point units: ``sensitivity`` times the spread
+    (:func:`loss_spread`) of ``2**GRAD_BITS``-unit statistics, rounded up, plus one unit per
+    floored statistic (``2K``, the logistic loss's 2) and, with ``K > 2``, one unit for the
+    float32 softmax (``Σ p_k`` within ``K·2**−23`` of 1)."""
+    if n_classes <= 2:
+        return int(round(sensitivity * (GRAD_UNIT + 2)))
+    units = math.ceil(loss_spread(n_classes) * GRAD_UNIT) + 2 * n_classes + 1
+    return int(round(sensitivity * units))
+
+
+def round_sensitivity(sensitivity: float, n_classes: int = 2) -> float:
     """A round's sensitivity in rows, L1 and L2 alike: ``sensitivity·(1 + 2**−(GRAD_BITS − 1))``
     (a record's ``(g, h)`` has both norms at most 1; the two fixed-point floors add at most 2
-    units, :func:`release_sums`)."""
-    return sensitivity * (1.0 + 2.0 / GRAD_UNIT)
+    units, :func:`release_sums`); with ``K > 2`` classes the L1 sensitivity
+    :func:`round_units` in rows (Laplace rounds only)."""
+    if n_classes <= 2:
+        return sensitivity * (1.0 + 2.0 / GRAD_UNIT)
+    return round_units(sensitivity, n_classes) / GRAD_UNIT
 
 
 def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity: float,
                  noise: str, delta: float) -> tuple[jax.Array, Cost]:
-    """One round's cell sums ``[C, 2]`` (int32 units of ``2**−GRAD_BITS``) released as float
+    """One round's cell sums ``[C, 2]`` (``[C, K, 2]`` for ``K > 2`` classes, Laplace only:
+    L1 sensitivity :func:`round_units`) (int32 units of ``2**−GRAD_BITS``) released as float
     ``(G̃, H̃)``. A record's floored ``(g, h)`` moves one cell by at most ``2**GRAD_BITS + 2``
     units in L1 and, as ``g² + h² <= 1`` (``max_p p²(1 + (1 − p)²) = 1``), by at most
     ``2**GRAD_BITS + √2`` in L2; times ``sensitivity`` (2 under replace-one).
@@ -377,6 +414,13 @@ def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity
             key, units.astype(jnp.float32) * (1.0 / GRAD_UNIT), l2, budget,
             bound=cell_bound(l2, budget), delta=delta,
             label=f"{sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})")
+    if sums.ndim == 3:
+        n_classes = sums.shape[1]
+        units = round_units(sensitivity, n_classes)
+        noisy, cost = laplace_mechanism(
+            key, sums, units, budget, integer=True, event_ndim=3,
+            label=f"L1 sens. {units / GRAD_UNIT:.4g} ({n_classes} classes)")
+        return noisy / GRAD_UNIT, cost
     noisy, cost = laplace_mechanism(
         key, sums, sensitivity * (GRAD_UNIT + 2), budget, integer=True, event_ndim=2,
         label=f"L1 sens. {sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})")
@@ -466,14 +510,29 @@ def filter_records(stats: jax.Array, spent: jax.Array, cap: ArrayLike, leaves_ep
     return jnp.where(over[:, None], 0, kept), jnp.where(over, 0.0, loss)
 
 
-def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int) -> jax.Array:
+def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int,
+                n_classes: int = 2) -> jax.Array:
     """A round's noise scale per sum (in rows): the Laplace ``b = Δ/ε_r`` or the Gaussian's
     standard deviation ``σ = g·2**15`` on its grid step ``g``."""
-    l1_or_l2 = round_sensitivity(sensitivity)
+    l1_or_l2 = round_sensitivity(sensitivity, n_classes)
     if noise == "gaussian":
         return NOISE_BITS_SCALE * gaussian_grid_step(l1_or_l2, budget, 2 * cells,
                                                      cell_bound(l1_or_l2, budget))
     return l1_or_l2 / budget
+
+
+def check_multiclass(config: Boosted, private: bool, delta: float) -> None:
+    """The softmax booster (``K > 2`` classes) boosts Laplace rounds of the cyclic or random
+    shape: refuse what it does not serve, before any work."""
+    if config.shape == "oblivious":
+        raise ValueError("shape='oblivious' boosts two classes only (its level draws score "
+                         "the logistic gradient); with more classes use shape='auto', "
+                         "'cyclic' or 'random'")
+    if config.individual > 1.0:
+        raise ValueError("individual accounting (individual > 1) serves two classes only")
+    if private and config.noise == "gaussian":
+        raise ValueError("noise='gaussian' serves two classes only; with more classes the "
+                         "rounds are Laplace (noise='laplace' or 'auto')")
 
 
 def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
@@ -515,10 +574,16 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     prior_share, sensitivity, delta = config.prior_share, context.sensitivity, context.delta
     n_codes_per_feature, structure_key = context.n_codes_per_feature, context.structure_key
     private = epsilon is not None
+    n_classes = context.n_classes
+    multi = n_classes > 2           # the softmax loss: a class axis on scores and sums
+    if multi:
+        check_multiclass(config, private, delta)
+    spread = loss_spread(n_classes)
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
     oblivious = shape == "oblivious"
-    has_oblivious = oblivious or (shape == "auto" and n_features >= MANY_FEATURES)
+    has_oblivious = oblivious or (shape == "auto" and n_features >= MANY_FEATURES
+                                  and not multi)
     oblivious_trees = config.oblivious_trees if has_oblivious else 0
     total = max_rounds(n_features, shape, n_trees, passes, focus, oblivious_trees)
     cyclic_most = cyclic_rounds(n_features, passes, focus)
@@ -530,7 +595,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     n_ordered = (np.zeros(n_features, np.int32) if context.n_ordered is None
                  else np.asarray(context.n_ordered, np.int32))
     max_ordered = max(int(n_ordered.max(initial=0)), 1)
-    kinds = noise_kinds(noise, delta)
+    kinds = ("laplace",) if multi else noise_kinds(noise, delta)
     filtered = private and config.individual > 1.0
     if filtered and sensitivity != 1.0:
         raise ValueError("individual accounting (individual > 1) bounds each record's loss "
@@ -549,6 +614,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
             shape, round budget."""
             def budget_at(rounds: jax.Array, shares: Shares = WHOLE,
                           most: int = total) -> jax.Array:
+                rounds = jnp.maximum(rounds, 1.0)     # 0 rounds (the fallback) spend none
                 if kind == "gaussian":
                     return round_rho(epsilon, fixed[kind], rounds, delta)
                 if filtered:
@@ -558,16 +624,18 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                                     shares=shares, most=most)
 
             def rounds_at(cells: ArrayLike, most: int) -> jax.Array:
+                # K > 2: each sum's noise is `spread` times the two-class one
                 return active_rounds(epsilon, fixed[kind], size, cells, most,
-                                     min_signal=min_signal / boost, delta=schedule_delta,
-                                     gaussian=kind == "gaussian")
+                                     min_signal=min_signal * spread / boost,
+                                     delta=schedule_delta, gaussian=kind == "gaussian",
+                                     least=0.0 if multi else 1.0)
 
             # one pass at the coarsest cells first (every ordered feature in two); then the
             # finest resolution whose average cell keeps cell_signal noise scales at that
             # pass's rounds (more Gaussian passes average their noise: the same resolution)
             coarsest = rounds_at(mean_cells(n_codes_per_feature, n_ordered, 2.0), n_features)
             resolution = resolution_cells(
-                size, noise_scale(budget_at(coarsest), sensitivity, kind, n_cells),
+                size, noise_scale(budget_at(coarsest), sensitivity, kind, n_cells, n_classes),
                 traced["cell_signal"], max_ordered)
             cyclic = rounds_at(mean_cells(n_codes_per_feature, n_ordered, resolution),
                                cyclic_most if kind == "gaussian" else n_features)
@@ -592,7 +660,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
             budget = jnp.where(use_oblivious, leaves, whole)
             return {"rounds": rounds, "resolution": resolution, "use_random": use_random,
                     "use_oblivious": use_oblivious, "budget": budget,
-                    "scale": noise_scale(budget, sensitivity, kind, n_cells),
+                    "scale": noise_scale(budget, sensitivity, kind, n_cells, n_classes),
                     "gaussian": jnp.asarray(kind == "gaussian"),
                     "select": jnp.where(use_oblivious, select, 0.0)}
 
@@ -620,13 +688,20 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         else:
             pick = jnp.asarray(kinds[0] == "gaussian")
             counts, _, costs[PRIOR_LABEL] = release_counts(k_prior, y, fixed[kinds[0]],
-                                                           sensitivity)
+                                                           sensitivity, n_classes)
             prior, size = pooled_prior([(counts, fixed[kinds[0]])])
         plans = {kind: plan(kind, size) for kind in kinds}
         chosen = jax.tree.map(lambda g, p: jnp.where(pick, g, p), plans[kinds[-1]],
                               plans[kinds[0]])
         rounds, resolution, use_random = (chosen["rounds"], chosen["resolution"],
                                           chosen["use_random"])
+        if multi:   # no round affordable: the rounds' budget releases the class counts again
+            rest = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
+            again, _, again_cost = release_counts(jax.random.fold_in(k_prior, 1), y, rest,
+                                                  sensitivity, n_classes)
+            costs[MAJORITY_LABEL] = again_cost.gated(rounds < 1)
+            prior = jnp.where(rounds < 1, pooled_prior([(counts, fixed["laplace"]),
+                                                        (again, rest)])[0], prior)
         use_oblivious = chosen["use_oblivious"]
         scale, select = chosen["scale"], chosen["select"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
@@ -635,7 +710,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         filter_budget = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
         filter_cap = filter_budget * (1.0 - filter_margin(total, depth if has_oblivious else 0))
     else:   # without DP "auto" is cyclic
-        counts, _, _ = release_counts(k_prior, y, None, sensitivity)
+        counts, _, _ = release_counts(k_prior, y, None, sensitivity, n_classes)
         prior, _ = pooled_prior([(counts, 1.0)])
         use_random, use_oblivious = jnp.asarray(shape == "random"), jnp.asarray(oblivious)
         rounds = jnp.float32({"random": n_trees, "oblivious": oblivious_trees}.get(
@@ -705,8 +780,10 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         if filtered:
             stats, loss = filter_records(stats, spent, filter_cap, plans["laplace"]["budget"],
                                          select, depth if has_oblivious else 0, n_cells)
-        gradient = stats[:, 0] if private else fixed_point.to_units(
-            jax.nn.sigmoid(score) - y.astype(jnp.float32))
+        gradient = None
+        if has_oblivious:           # the level draws' utilities (two classes)
+            gradient = stats[:, 0] if private else fixed_point.to_units(
+                jax.nn.sigmoid(score) - y.astype(jnp.float32))
         cell, split = round_cells(gradient, r, f)
         return (cell, jax.ops.segment_sum(stats, cell, n_cells), loss, *split)
 
@@ -741,7 +818,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         code_move = move[cyclic_cell(f, jnp.arange(n_codes))] if has_cyclic else move
         return (score + move[cell], gain, spent + loss), (code_move, move, f, cost, split)
 
-    start = (jnp.full(codes.shape[0], prior), jnp.full(n_features, -jnp.inf),
+    start = (jnp.broadcast_to(prior, (codes.shape[0], *prior.shape)),
+             jnp.full(n_features, -jnp.inf),
              jnp.zeros((codes.shape[0] if filtered else 0,), jnp.float32))
     _, (code_moves, moves, visited, round_costs, splits) = jax.lax.scan(round_r, start,
                                                                         jnp.arange(total))
@@ -762,7 +840,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                                        f"permute-and-flip (level gain, sens. {sensitivity:g})")
         for kind, kind_costs in zip(kinds, round_costs, strict=True):
             costs[ROUND_LABELS[kind]] = kind_costs
-    table = jnp.zeros((n_features, n_codes), jnp.float32)
+    classes_axis = (n_classes,) if multi else ()
+    table = jnp.zeros((n_features, n_codes, *classes_axis), jnp.float32)
     if has_cyclic:
         table = jnp.where(use_random | use_oblivious, table,
                           jax.ops.segment_sum(code_moves, visited, n_features))
@@ -780,12 +859,13 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                           leaf=jnp.where(use_oblivious, moves[:k, :2**depth], 0.0)), trees)
     else:
         trees = DenseTree(feature=jnp.zeros((1, 1), jnp.int32),
-                          threshold=jnp.zeros((1, 1), jnp.int32), leaf=jnp.zeros((1, 2)))
+                          threshold=jnp.zeros((1, 1), jnp.int32),
+                          leaf=jnp.zeros((1, 2, *classes_axis)))
     return NewtonBoostedModel(prior=prior, table=table, trees=trees), costs
 
 
 __all__ = ["NOISES", "SHAPES", "active_rounds", "auto_uses_random", "cell_bound",
-           "cyclic_rounds", "fit", "gaussian_pays", "gradient_stats", "max_rounds",
-           "mean_cells", "merged_cells", "newton_moves", "noise_kinds", "noise_scale",
-           "pooled_prior", "release_counts", "release_sums", "released_gain",
-           "resolution_cells", "round_sensitivity"]
+           "check_multiclass", "cyclic_rounds", "fit", "gaussian_pays", "gradient_stats",
+           "loss_spread", "max_rounds", "mean_cells", "merged_cells", "newton_moves",
+           "noise_kinds", "noise_scale", "pooled_prior", "release_counts", "release_sums",
+           "released_gain", "resolution_cells", "round_sensitivity", "round_units"]

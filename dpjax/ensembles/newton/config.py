@@ -34,10 +34,16 @@ from dpjax.trees.dense import MAX_DEPTH, DenseTree
 from dpjax.trees.describe import describe_dense_trees, tree_importances, values_text
 
 
+def class_values(values: np.ndarray) -> str:
+    """One move per class, ``(+0.12, -0.3, +0.05)``."""
+    return "(" + ", ".join(f"{v:+.3g}" for v in np.asarray(values).reshape(-1)) + ")"
+
+
 @register(params=(NewtonBoostedModel, DenseTree), estimator="DPBoostedTreesClassifier")
 @dataclasses.dataclass(frozen=True)
 class Boosted(Learner):
-    """Private Newton boosting of the logistic loss (binary labels): a released prior, then
+    """Private Newton boosting of the logistic loss (two classes; the softmax loss for more
+    declared ``classes``, Laplace rounds of the cyclic or random shape): a released prior, then
     rounds of cells (``shape="cyclic"``: one feature's codes per round, as DP-EBM, a first pass
     over every feature then ``passes − 1`` passes over the ``focus`` features of largest
     released gain; ``"random"``: the leaves of a random-structure tree; ``"oblivious"``: the
@@ -63,7 +69,6 @@ class Boosted(Learner):
     clipped gradient and hessian, is filtered so that it never exceeds the rounds' budget."""
 
     name: ClassVar[str] = "boosted"
-    binary: ClassVar[bool] = True
     default_bins: ClassVar[int] = 32     # merged where the data is small (cell_signal)
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     shape: str = hyper("auto", choice(*SHAPES))
@@ -107,7 +112,10 @@ class Boosted(Learner):
         return boosting.fit(self, key, codes, y, epsilon, context, **traced)
 
     def decision(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
-        """``F(x)``, the log-odds of the second class."""
+        """``F(x)``, the log-odds of the second class (two-class models)."""
+        if params.prior.ndim:
+            raise ValueError("a model of more than two classes has no single decision "
+                             "score: use predict_proba")
         return newton_decision(params, codes)
 
     def dense_trees(self, params: NewtonBoostedModel) -> DenseTree:
@@ -121,27 +129,35 @@ class Boosted(Learner):
         return newton_predict(params, codes)
 
     def describe(self, params: NewtonBoostedModel, spec: Any, classes: tuple) -> str:
-        """``F(x)``, the log-odds of ``classes[1]``: the released prior, each feature's moves
-        per code (cyclic rounds) and the random trees' leaf moves."""
-        lines = [f"log-odds of {classes[1]}: F(x) = {float(params.prior):+.4g} (prior)"]
-        table = np.asarray(params.table)
-        for f in np.flatnonzero(np.abs(table).sum(1) > 0).tolist():
+        """``F(x)``, the log-odds of ``classes[1]`` (or one score per class): the released
+        prior, each feature's moves per code (cyclic rounds) and the random trees' leaf
+        moves."""
+        prior, table = np.asarray(params.prior), np.asarray(params.table)
+        if prior.ndim:
+            lines = ["class scores F_c(x), P(c | x) = softmax_c F(x); prior: " + ", ".join(
+                f"{c} {v:+.4g}" for c, v in zip(classes, prior, strict=True))]
+        else:
+            lines = [f"log-odds of {classes[1]}: F(x) = {float(prior):+.4g} (prior)"]
+        for f in np.flatnonzero(np.abs(table.reshape(table.shape[0], -1)).sum(1) > 0).tolist():
             name = spec.names[f]
             moves = ", ".join(
                 f"{code_label(spec, f, c).removeprefix(f'{name} in ').removeprefix(name + ' ')}"
-                f" {table[f, c]:+.3g}" for c in range(int(spec.n_codes[f])))
+                f" {class_values(table[f, c]) if prior.ndim else f'{table[f, c]:+.3g}'}"
+                for c in range(int(spec.n_codes[f])))
             lines.append(f"  + {spec.names[f]}: {moves}")
         leaf = np.asarray(params.trees.leaf)
         if np.any(leaf != 0):
             lines.append(describe_dense_trees(
                 np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
-                lambda t, a, b: values_text(leaf[t, a:b]),
+                lambda t, a, b: (class_values(leaf[t, a]) if prior.ndim and b == a + 1
+                                 else values_text(leaf[t, a:b])),
                 title=f"  + {leaf.shape[0]} trees of depth {self.depth} (leaf moves):"))
         return "\n".join(lines)
 
     def importances(self, params: NewtonBoostedModel, spec: Any) -> np.ndarray:
         table = np.asarray(params.table, np.float64)
-        spread = np.asarray([np.ptp(table[f, :int(n)]) if n else 0.0
+        table = table.reshape(*table.shape[:2], -1)         # [n, K, classes or 1]
+        spread = np.asarray([np.ptp(table[f, :int(n)], axis=0).sum() if n else 0.0
                              for f, n in enumerate(spec.n_values)])
         return spread + tree_importances(params.trees.feature, params.trees.leaf,
                                          spec.n_features)
@@ -151,4 +167,6 @@ class Boosted(Learner):
         rounds = max_rounds(n, self.shape, self.n_trees, self.passes, self.focus,
                             self.oblivious_trees)
         cells = max(max_codes, 2**self.depth)
-        return 24.0 * m * n + 16.0 * rounds * (cells + 2**self.depth)
+        classes = n_classes if n_classes > 2 else 1
+        return (24.0 * m * n + 16.0 * m * classes
+                + 16.0 * rounds * (cells + 2**self.depth) * classes)

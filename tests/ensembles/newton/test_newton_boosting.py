@@ -263,10 +263,13 @@ def test_schedule_is_a_function_of_public_quantities_only():
     per-round noise scale stays at most ``signal = ñ/(cells·min_signal)`` (the average cell
     keeps ``min_signal`` noise scales), at least one and at most ``most``."""
     assert list(inspect.signature(active_rounds).parameters) == [
-        "epsilon", "prior", "size", "cells", "most", "min_signal", "delta", "gaussian"]
+        "epsilon", "prior", "size", "cells", "most", "min_signal", "delta", "gaussian",
+        "least"]
     # 700 released rows in cells of 10 at min_signal 4: signal 700/40 = 17.5; pure rounds at
     # δ = 0: R = ⌊(ε − ε_0)·17.5⌋; few released rows at a small ε: fewer, less noisy rounds
     assert active(0.05, 0.005, 700.0, 10.0, 41) == 1       # ⌊0.7875⌋ = 0: at least one
+    assert float(active_rounds(0.05, 0.005, 700.0, 10.0, 41, least=0.0,
+                               **PURE)) == 0               # the softmax booster's fallback
     assert active(0.1, 0.01, 700.0, 10.0, 41) == 1         # ⌊1.575⌋
     assert active(1.0, 0.1, 700.0, 10.0, 41) == 15         # ⌊15.75⌋
     assert active(1.0, 0.1, 14_000.0, 10.0, 14) == 14      # ⌊315⌋, at most 14
@@ -417,15 +420,11 @@ def test_private_fit_learns_the_planted_problem(shape):
     assert min(accuracy) > 0.85, accuracy
 
 
-def test_boosted_config_validates_and_refuses_more_than_two_classes():
+def test_boosted_config_validates():
     with pytest.raises(ValueError, match="shape"):
         Boosted(shape="symmetric")
     with pytest.raises(ValueError, match="regularisation"):
         Boosted(regularisation=0.0)
-    X = pd.DataFrame({"a": np.linspace(0, 1, 30)})
-    with pytest.raises(ValueError, match="binary"):
-        dpjax.fit(X, np.arange(30) % 3, method="boosted", epsilon=1.0, bounds={"a": (0, 1)},
-                  classes=[0, 1, 2])
 
 
 @pytest.mark.slow
