@@ -49,6 +49,8 @@ class Config:
     their noisy support check, else they only ever release the default rule)."""
     relations: tuple[str, ...] = RELATIONS
     """The neighbouring relations the mode serves (an individual filter: add/remove only)."""
+    n_classes: int = 2
+    """Classes of the audited labels (``⌊a·C⌋``, declared ``0..C−1``)."""
 
 
 CONFIGS = [
@@ -73,6 +75,12 @@ CONFIGS = [
     Config("boosted", "individual filter κ=2, oblivious T=2, d=2 (levels in the filter)",
            dict(individual=2.0, shape="oblivious", oblivious_trees=2, depth=2,
                 split_share=0.5), relations=("add_remove",)),
+    Config("boosted", "softmax, 3 classes, cyclic (2 rounds, min_signal tiny)",
+           dict(shape="cyclic", min_signal=1e-3), n_classes=3),
+    Config("boosted", "softmax, 3 classes, random shape T=2, d=1",
+           dict(shape="random", n_trees=2, depth=1, min_signal=1e-3), n_classes=3),
+    Config("boosted", "softmax, 3 classes, defaults (the fallback at 6 rows)", dict(),
+           n_classes=3),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),
@@ -177,10 +185,11 @@ CONFIGS = [
 ]
 
 
-def dataset(rows: int = 6) -> tuple[pd.DataFrame, np.ndarray, dict]:
+def dataset(rows: int = 6, n_classes: int = 2) -> tuple[pd.DataFrame, np.ndarray, dict]:
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": rng.uniform(0, 1, rows), "b": rng.uniform(0, 1, rows)})
-    return X, (X.a > 0.5).astype(int).to_numpy(), {"a": (0.0, 1.0), "b": (0.0, 1.0)}
+    y = (X.a > 0.5) if n_classes == 2 else np.minimum(X.a * n_classes, n_classes - 1)
+    return X, np.asarray(y).astype(int), {"a": (0.0, 1.0), "b": (0.0, 1.0)}
 
 
 def run(n: int, only: str | None = None) -> pd.DataFrame:
@@ -190,7 +199,8 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
     for index, config in enumerate(CONFIGS):
         if only is not None and only not in config.mode and only != config.learner:
             continue
-        X, y, bounds = dataset(config.rows)
+        X, y, bounds = dataset(config.rows, config.n_classes)
+        classes = {} if config.n_classes == 2 else {"classes": tuple(range(config.n_classes))}
         for epsilon in EPSILONS:
             for relation in config.relations:
                 budget = [epsilon, 2 * epsilon] if config.sweep else epsilon
@@ -199,7 +209,8 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
                     warnings.simplefilter("ignore", UnprovenClaimWarning)
                     report = dpjax.audit(X, y, method=config.learner, epsilon=budget,
                                          bounds=bounds, neighbouring=relation, n=n,
-                                         key=index, progress=False, **config.params)
+                                         key=index, progress=False, **classes,
+                                         **config.params)
                 rows.append(_row(config.learner, config.mode, relation, report,
                                  private=config.private))
                 print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)

@@ -125,8 +125,9 @@ class Model(_Configured):
         return normalised(self.config.importances(self.params, self.spec))
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The real-valued score ``[m]`` of a binary model (positive: ``classes[1]``), for the
-        learners that have one (:meth:`~dpjax.learner.Learner.decision`)."""
+        """The real-valued score ``[m]`` of a binary model (positive: ``classes[1]``), or the
+        class scores ``[m, C]`` of a model of more classes, for the learners that have one
+        (:meth:`~dpjax.learner.Learner.decision`)."""
         return np.asarray(_jitted_decision(self.config)(self.params, self.encode(X)))
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:

@@ -69,6 +69,7 @@ EXPECTED_FAILED_WEIGHT_CHECKS: dict[str, str] = {
     "check_sample_weights_list": _ABOVE_ONE,
     "check_sample_weights_not_overwritten": _ABOVE_ONE,
     "check_sample_weight_equivalence_on_dense_data": _ABOVE_ONE,
+    "check_sample_weight_equivalence_on_sparse_data": _ABOVE_ONE,
     "check_all_zero_sample_weights_error": (
         "all-zero weights fit, like an empty dataset: an error would depend on every record's "
         "weight"),
@@ -115,7 +116,8 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
     hyper-parameters' defaults and names); the data arguments are common.
 
     ``X`` is checked as scikit-learn does (``n_features_in_``, ``feature_names_in_``, no
-    sparse or complex data, no NaN or inf unless ``missing`` allows missing values); a pandas
+    complex data, no NaN or inf unless ``missing`` allows missing values; a scipy sparse
+    matrix is read as its dense twin); a pandas
     DataFrame reaches :func:`dpjax.fit` as it is, so its column names and categorical columns
     keep their meaning. ``classes=None`` reads the classes off ``y`` unless every label lies in
     the public default of its type (see :func:`_undeclared_classes`).
@@ -129,11 +131,13 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         # DP noise at epsilon = 1 on the checks' ~100-row datasets: accuracy is not the point
         tags.classifier_tags.poor_score = True
         tags.input_tags.allow_nan = self.missing != "error"
+        tags.input_tags.sparse = True
         tags.non_deterministic = self.random_state is None
         return tags
 
     def _more_tags(self) -> dict[str, Any]:  # pragma: no cover - scikit-learn < 1.6
         return {"binary_only": self._CONFIG.binary, "poor_score": True,
+                "X_types": ["2darray", "sparse"],
                 "allow_nan": self.missing != "error",
                 "non_deterministic": self.random_state is None,
                 "_xfail_checks": expected_failed_checks(self)}
@@ -143,7 +147,8 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(X, pd.DataFrame) and any(is_categorical(t) for t in X.dtypes):
             _validate_data(self, X, reset=reset, skip_check_array=True)
             return X
-        checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite)
+        checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite,
+                                 accept_sparse=True)
         return X if isinstance(X, pd.DataFrame) else checked
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> _DPClassifier:

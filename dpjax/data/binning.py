@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import scipy.sparse
 
 MAX_CODES = 256
 OUT_OF_BOUNDS = ("error", "clip")
@@ -112,9 +113,13 @@ def _inner_edges(lo: float, hi: float, n_bins: int) -> np.ndarray:
 
 
 def _as_array(X: Any) -> np.ndarray:
-    """A non-pandas ``X`` as a 2-D numpy array (no copy when it is one)."""
+    """A non-pandas ``X`` as a 2-D numpy array (no copy when it is one); a scipy sparse matrix
+    (a one-hot encoder's output, say) is made dense: its implicit entries are zeros, not
+    missing values, and the fit reads dense codes anyway."""
     if isinstance(X, pd.Series):
         raise ValueError("X must be 2-D (n_samples, n_features); got a pandas Series")
+    if scipy.sparse.issparse(X):
+        X = X.toarray()
     array = np.asarray(X)
     if array.ndim != 2:
         raise ValueError(

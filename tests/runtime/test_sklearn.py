@@ -222,3 +222,26 @@ def test_newton_boosted_decision_function(planted):
     np.testing.assert_array_equal(decision > 0, clf.predict(X.iloc[400:]) == clf.classes_[1])
     np.testing.assert_allclose(clf.predict_proba(X.iloc[400:])[:, 1],
                                1 / (1 + np.exp(-decision)), rtol=1e-5)
+
+
+def test_sparse_input_fits_as_its_dense_twin():
+    """A scipy sparse matrix (a one-hot encoder's output) is read as its dense twin: the same
+    model under the same key, in dpjax.fit, an estimator and a pipeline."""
+    import scipy.sparse
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    dense = (rng.uniform(size=(300, 5)) > 0.5).astype(float)
+    y = dense[:, 0].astype(int)
+    sparse = scipy.sparse.csr_matrix(dense)
+    a = dpjax.fit(sparse, y, method="boosted", epsilon=1.0, bounds=(0, 1), key=0)
+    b = dpjax.fit(dense, y, method="boosted", epsilon=1.0, bounds=(0, 1), key=0)
+    np.testing.assert_array_equal(a.predict_proba(sparse), b.predict_proba(dense))
+    clf = DPRandomTreesClassifier(epsilon=1.0, bounds=(0, 1), random_state=0).fit(sparse, y)
+    assert clf.score(sparse, y) == clf.score(dense, y)
+    frame = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 300)})
+    labels = (frame.colour == "red").astype(int)
+    pipe = make_pipeline(OneHotEncoder(categories=[["red", "green", "blue"]]),
+                         DPRandomTreesClassifier(epsilon=1.0, bounds=(0, 1), random_state=0))
+    assert pipe.fit(frame, labels).score(frame, labels) > 0.9

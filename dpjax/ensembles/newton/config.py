@@ -112,10 +112,8 @@ class Boosted(Learner):
         return boosting.fit(self, key, codes, y, epsilon, context, **traced)
 
     def decision(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
-        """``F(x)``, the log-odds of the second class (two-class models)."""
-        if params.prior.ndim:
-            raise ValueError("a model of more than two classes has no single decision "
-                             "score: use predict_proba")
+        """``F(x)``: the log-odds of the second class ``[m]``, or with more than two classes
+        the class scores ``[m, C]`` (scikit-learn's ``decision_function`` convention)."""
         return newton_decision(params, codes)
 
     def dense_trees(self, params: NewtonBoostedModel) -> DenseTree:

@@ -105,8 +105,9 @@ def test_sweep_and_estimator_serve_three_classes(three_classes):
                                    random_state=0).fit(X[:2000], y[:2000])
     assert list(clf.classes_) == ["low", "mid", "high"]
     assert clf.predict_proba(X[2000:]).shape == (1000, 3)
-    with pytest.raises(ValueError, match="no single decision score"):
-        clf.decision_function(X[2000:])
+    scores = clf.decision_function(X[2000:])             # one score per class
+    assert scores.shape == (1000, 3)
+    np.testing.assert_array_equal(clf.classes_[scores.argmax(1)], clf.predict(X[2000:]))
 
 
 def test_a_budget_that_affords_no_round_falls_back_to_the_class_counts(three_classes):
