@@ -287,6 +287,9 @@ def estimator_class(method: str | Learner) -> type[_DPClassifier]:
     return cls
 
 
+from dpjax.sklearn_preprocessing import DPMinMaxScaler, DPOneHotEncoder  # noqa: E402, F401 (re-exported)
+
+
 def __getattr__(name: str) -> Any:
     for entry in registrations():
         if entry.estimator == name:
