@@ -41,10 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     own = parser.add_argument_group("your own data (instead of --dataset)")
     own.add_argument("--data", help="a CSV file (.csv or .csv.gz) with a header row")
     own.add_argument("--label", help="the label column of --data")
-    own.add_argument("--bounds", help="the public bounds: 'lo,hi' for every numeric column, or "
-                     "a JSON file mapping each column to [lo, hi] or to its list of categories")
-    own.add_argument("--classes", help="the declared labels, comma-separated (default: 0,1 "
-                     "for numeric labels)")
+    own.add_argument("--bounds", help="the public bounds: 'lo,hi' for every column, or a "
+                     "JSON file mapping each column to [lo, hi] or to {\"categories\": [...]}")
+    own.add_argument("--classes", help="the declared labels, comma-separated")
     own.add_argument("--save", help="fit one model on every row of --data at the one budget "
                      "of --epsilons, with fresh entropy, and write it here (JSON)")
     args = parser.parse_args(argv)
@@ -69,8 +68,8 @@ def _budgets(text: str) -> list[float | None]:
 
 
 def _declared_bounds(text: str | None) -> Any:
-    """``--bounds``: ``lo,hi`` for every numeric column, or a JSON file of column -> ``[lo,
-    hi]`` or category list (lists become the tuples and lists :func:`dpjax.fit` reads)."""
+    """``--bounds``: ``lo,hi`` for every column (all numeric), or a JSON file of column ->
+    ``[lo, hi]`` (numeric) or ``{"categories": [...]}`` (categorical), every column declared."""
     if text is None:
         raise ValueError("--data needs --bounds: the public range of every numeric column "
                          "('lo,hi' or a JSON file); reading them off the data is not private")
@@ -82,10 +81,18 @@ def _declared_bounds(text: str | None) -> Any:
             raise ValueError(f"--bounds: cannot read {text!r} as JSON ({error})") from None
         if not isinstance(spec, dict):
             raise ValueError("--bounds: the JSON file must map column names to [lo, hi] or to "
-                             "a list of categories")
-        return {column: (tuple(value) if len(value) == 2 and all(
-                    isinstance(v, int | float) for v in value) else list(value))
-                for column, value in spec.items()}
+                             '{"categories": [...]}')
+        declared = {}
+        for column, value in spec.items():
+            if isinstance(value, dict) and isinstance(value.get("categories"), list):
+                declared[column] = [str(c) for c in value["categories"]]
+            elif isinstance(value, list) and len(value) == 2 and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+                declared[column] = (float(value[0]), float(value[1]))
+            else:
+                raise ValueError(f"--bounds: column {column!r} must be [lo, hi] or "
+                                 '{"categories": [...]}')
+        return declared
     parts = text.split(",")
     try:
         lo, hi = (float(part) for part in parts)
@@ -94,32 +101,32 @@ def _declared_bounds(text: str | None) -> Any:
     return (lo, hi)
 
 
-def _declared_classes(text: str | None, y: np.ndarray) -> tuple | None:
-    """``--classes``: the comma-separated labels, as numbers when the label column is."""
-    if text is None:
-        return None
-    names = [name.strip() for name in text.split(",")]
-    if pd.api.types.is_numeric_dtype(y.dtype):
-        try:
-            return tuple(y.dtype.type(float(name)) for name in names)
-        except ValueError:
-            raise ValueError(f"--classes: the label column is numeric; got {text!r}") from None
-    return tuple(names)
-
-
-def read_csv(path: str, label: str | None) -> tuple[pd.DataFrame, np.ndarray]:
-    """``--data``: the CSV's columns other than ``label`` as ``X`` (numbers as float, text as
-    strings) and the label column as ``y``."""
+def read_csv(path: str, label: str | None, bounds: Any, classes: str | None
+             ) -> tuple[pd.DataFrame, np.ndarray, tuple]:
+    """``--data``: every cell read as text, then typed by the declarations alone (pandas'
+    own type inference reads the values: one odd record would retype a whole column):
+    numeric columns ``pd.to_numeric`` with anything else missing, categorical ones as the
+    declared strings; the labels as strings against ``--classes``."""
     if label is None:
         raise ValueError("--data needs --label: the name of the label column")
-    frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    if classes is None:
+        raise ValueError("--data needs --classes: the declared labels, comma-separated (the "
+                         "labels read off the data are not private)")
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     if label not in frame.columns:
         raise ValueError(f"--label {label!r} is not a column of {path}")
-    y = frame.pop(label).to_numpy()
+    y = frame.pop(label).to_numpy(dtype=object)
+    if isinstance(bounds, dict):
+        undeclared = [c for c in frame.columns if c not in bounds]
+        if undeclared:
+            raise ValueError(f"--bounds declares no range or categories for column(s) "
+                             f"{undeclared[:5]}")
     for column in frame.columns:
-        if not pd.api.types.is_numeric_dtype(frame[column].dtype):
+        if isinstance(bounds, dict) and isinstance(bounds[column], list):
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-    return frame, y
+        else:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame, y, tuple(name.strip() for name in classes.split(","))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -129,8 +136,8 @@ def run(args: argparse.Namespace) -> None:
         raise ValueError(f"--seeds must be at least 1; got {args.seeds}")
     classes = None
     if args.data is not None:
-        X, y = read_csv(args.data, args.label)
-        bounds, classes = _declared_bounds(args.bounds), _declared_classes(args.classes, y)
+        bounds = _declared_bounds(args.bounds)
+        X, y, classes = read_csv(args.data, args.label, bounds, args.classes)
         missing = "code"       # any column may be missing: which ones are is not read off
         name, source = Path(args.data).name, "declared by --bounds"
         if args.save is not None:
@@ -179,14 +186,17 @@ def run(args: argparse.Namespace) -> None:
 def save(args: argparse.Namespace, X: pd.DataFrame, y: np.ndarray, epsilons: list,
          bounds: Any, classes: tuple | None, missing: str) -> None:
     """``--save``: one model on every row, fresh entropy (``key=None``), written as JSON."""
-    if len(epsilons) != 1:
-        raise ValueError("--save fits one model: give one budget with --epsilons")
+    if len(epsilons) != 1 or epsilons[0] is None:
+        raise ValueError("--save fits one private model: give one budget with --epsilons "
+                         "(not 'none')")
     model = dpjax.fit(X, y, method=args.method, epsilon=epsilons[0], bounds=bounds,
                       missing=missing, classes=classes)
+    if not model.privacy.private:
+        raise ValueError("the fitted model is not private (see its ledger): nothing written")
     model.to_json(args.save)
     print(f"dpjax {dpjax.__version__}: {title(args.method)} fitted on every row of "
           f"{Path(args.data).name}, written to {args.save}\n")
-    print(model.summary())
+    print(model.privacy)      # not the summary: a fit's run time is not released
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ def csv_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli") / "own.csv"
     frame.to_csv(path, index=False)
     bounds = tmp_path_factory.mktemp("cli") / "bounds.json"
-    bounds.write_text(json.dumps({"a": [0, 10], "b": [0, 10], "colour": ["red", "blue"]}))
+    bounds.write_text(json.dumps({"a": [0, 10], "b": [0, 10],
+                                  "colour": {"categories": ["red", "blue"]}}))
     return path, bounds
 
 
@@ -61,9 +62,13 @@ def test_save_fits_every_row_once_and_writes_a_loadable_model(tmp_path, capsys, 
 
 @pytest.mark.parametrize(("extra", "message"), [
     ([], "--data needs --bounds"),
-    (["--bounds", "0,1", "--label", "nope"], "--label 'nope' is not a column"),
+    (["--bounds", "0,1", "--classes", "no,yes", "--label", "nope"],
+     "--label 'nope' is not a column"),
+    (["--bounds", "0,1"], "--data needs --classes"),
     (["--bounds", "zero,one"], "--bounds takes 'lo,hi' or a JSON file"),
-    (["--bounds", "0,10", "--save", "m.json"], "give one budget"),
+    (["--bounds", "0,10", "--classes", "no,yes", "--save", "m.json"], "give one budget"),
+    (["--bounds", "0,10", "--classes", "no,yes", "--epsilons", "none", "--save", "m.json"],
+     "one private model"),
 ])
 def test_own_csv_usage_errors_are_one_line(capsys, csv_file, extra, message):
     path, _ = csv_file
@@ -75,6 +80,28 @@ def test_own_csv_usage_errors_are_one_line(capsys, csv_file, extra, message):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("dpjax: error: ") and message in err and "Traceback" not in err
+
+
+def test_one_odd_record_does_not_retype_a_column(tmp_path, csv_file):
+    """Cells are typed by the declarations, not by pandas' inference over the values: a text
+    value in a numeric column (or "NA") is a missing value of that row alone, and the other
+    rows encode as before; so does a label column."""
+    path, bounds = csv_file
+    clean = pd.read_csv(path)
+    odd = clean.astype({"a": object, "b": object, "colour": object})
+    odd.loc[0, "a"], odd.loc[1, "b"], odd.loc[2, "colour"] = "x", "NA", 7
+    odd_path = tmp_path / "odd.csv"
+    odd.to_csv(odd_path, index=False)
+    from dpjax.__main__ import _declared_bounds, read_csv
+
+    declared = _declared_bounds(str(bounds))
+    X, y, classes = read_csv(str(path), "outcome", declared, "no,yes")
+    X_odd, y_odd, _ = read_csv(str(odd_path), "outcome", declared, "no,yes")
+    assert classes == ("no", "yes") and list(y_odd) == list(y)
+    assert np.isnan(X_odd.loc[0, "a"]) and np.isnan(X_odd.loc[1, "b"])
+    assert X_odd.loc[2, "colour"] == "7"
+    np.testing.assert_array_equal(X_odd.iloc[3:].to_numpy(), X.iloc[3:].to_numpy())
+    assert X_odd["a"].dtype == X["a"].dtype == np.float64
 
 
 def test_save_needs_own_data(capsys):
