@@ -7,6 +7,7 @@ uint8 codes -> a learner config's pure ``fit`` (jit-compiled once per config and
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -26,9 +27,10 @@ from dpjax._preparation import (
     prepare,
     run_timed,
 )
+from dpjax._private_bounds import BOUNDS_STREAM, release_bounds, wants_private_bounds
 from dpjax._sharding import resolve_devices, shard_rows
 from dpjax.learners import Learner, get_learner
-from dpjax.privacy import BudgetAccountant, check_epsilon
+from dpjax.privacy import SENSITIVITY, BudgetAccountant, check_epsilon, check_neighbouring
 
 __all__ = ["clear_caches", "fit", "sweep"]
 
@@ -51,6 +53,7 @@ def fit(
     devices: int | str | Sequence[jax.Device] | None = None,
     accountant: BudgetAccountant | None = None,
     sample_weight: Any = None,
+    bounds_share: float = 0.25,
     **params: Any,
 ) -> Model:
     """Fit a differentially private tree model.
@@ -73,7 +76,10 @@ def fit(
         who knows the key can recompute the noise, which voids the guarantee.
       bounds: public feature bounds: ``(lower, upper)`` per-feature arrays (or scalars for every
         feature), or a dict column -> ``(lo, hi)`` tuple or category *list*, or ``"data"`` (not
-        private; warns). Required for numeric features when ``epsilon`` is set.
+        private; warns), or ``"private"`` (every numeric column; or ``"private"`` as a dict
+        value for some): their 5% and 95% points released with a share ``bounds_share`` of
+        ``epsilon`` before the fit (:mod:`dpjax.mechanisms.quantiles`; a ledger entry; values
+        outside are clipped). Required for numeric features when ``epsilon`` is set.
       classes: the declared class labels (public). Default: ``(False, True)`` for boolean
         labels and ``(0, 1)`` for numeric ones (other numeric labels are an error: declare
         them); labels of any other type are read off ``y`` with a warning (not private), as
@@ -107,6 +113,10 @@ def fit(
         take them at unchanged sensitivity (the forests: ``random_trees``, ``rf_laplace``,
         ``rf_exponential``); weights count in units of ``2**-8`` of a record (rounded down).
         Other learners refuse them.
+      bounds_share: the share of ``epsilon`` that ``bounds="private"`` spends (0.25). Its
+        ``2n`` selections (``n`` numeric columns) find the 5% and 95% points reliably from
+        about ``760·n/(bounds_share·epsilon)`` rows (below that a range may come out far too
+        wide): declare bounds where they are known.
       **params: the method's hyper-parameters: the fields of its config class
         ``dpjax.LEARNERS[method]``, each documented there (random_trees:
         :class:`dpjax.learners.RandomTrees`, ``n_trees``, ``depth``, ``voting``, ...; boosted:
@@ -121,16 +131,27 @@ def fit(
     if accountant is not None:
         accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
+    key = as_key(key)
+    fit_epsilon, bounds_costs = epsilon, {}
+    if wants_private_bounds(bounds):
+        if epsilon is None:
+            raise ValueError("bounds='private' releases the ranges with a share of epsilon: "
+                             "it needs epsilon (without privacy, use bounds='data')")
+        bounds, fit_epsilon, bounds_costs = release_bounds(
+            jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
+            SENSITIVITY[check_neighbouring(neighbouring)])
     prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
                        neighbouring=neighbouring, params=params, public_size=public_size,
                        delta=delta, sample_weight=sample_weight)
-    key = as_key(key)
+    if bounds_costs:
+        prepared = dataclasses.replace(prepared,
+                                       ledger=prepared.ledger.with_costs(bounds_costs))
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
     rows = (prepared.codes, prepared.y) + (() if prepared.weights is None else
                                            (prepared.weights,))
     codes, labels, *weights = shard_rows(chosen_devices, *rows)
-    args = (key, codes, labels, jnp.float32(epsilon or 1.0),
+    args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None, *weights)
     compiled, compile_s = compile_cached(fn, cache_key, *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
@@ -179,6 +200,10 @@ def sweep(
     ``accountant`` every model of the sweep (grid point x seed) spends from it. Other
     arguments as :func:`fit`.
     """
+    if wants_private_bounds(bounds):
+        raise ValueError("bounds='private' is dpjax.fit's: a sweep's models share one binning, "
+                         "so release the bounds once (e.g. a dpjax.fit with bounds='private', "
+                         "then its model.spec's ranges) and declare them here")
     traced_names = get_learner(method).traced_names()
     private = epsilon is not None
     epsilons = check_budgets(epsilon) if private else [None]

@@ -177,7 +177,7 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
             bounds=self.bounds, classes=classes, n_bins=self.n_bins, missing=self.missing,
             on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
             public_size=self.public_size, delta=self.delta, accountant=self.accountant,
-            sample_weight=sample_weight, **hyper)
+            sample_weight=sample_weight, bounds_share=self.bounds_share, **hyper)
         self.model_ = model
         self.classes_ = np.asarray(model.classes)
         self.privacy_ = model.privacy
@@ -230,7 +230,7 @@ class _Decision:
 DATA_PARAMETERS: tuple[tuple[str, Any], ...] = (
     ("bounds", None), ("classes", None), ("n_bins", None), ("missing", "error"),
     ("on_out_of_bounds", "clip"), ("neighbouring", "add_remove"), ("public_size", None),
-    ("delta", 0.0), ("random_state", None), ("accountant", None))
+    ("delta", 0.0), ("random_state", None), ("accountant", None), ("bounds_share", 0.25))
 """The estimators' parameters besides ``epsilon`` and the learner's own: :func:`dpjax.fit`'s
 arguments (``random_state`` is its ``key``: ``None`` draws fresh OS entropy)."""
 

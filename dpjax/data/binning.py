@@ -207,8 +207,8 @@ def _check_bounds_arg(bounds: Any, n_features: int, names: Sequence[str]) -> Non
         return
     if isinstance(bounds, str):
         if bounds != "data":
-            raise ValueError(f"bounds must be (lower, upper), a dict, None or 'data'; "
-                             f"got {bounds!r}")
+            raise ValueError(f"bounds must be (lower, upper), a dict, None, 'data' or "
+                             f"'private' (dpjax.fit only); got {bounds!r}")
         return
     if not (isinstance(bounds, Sequence) and len(bounds) == 2):
         raise ValueError("bounds must be a pair (lower, upper) of per-feature arrays, a dict "

@@ -1,0 +1,66 @@
+"""``bounds="private"``: the numeric features' ranges released with a share of ε before the
+fit (:func:`dpjax.mechanisms.quantiles.private_ranges`), for users without public bounds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+
+from dpjax.data.binning import as_frame
+from dpjax.mechanisms.quantiles import QUANTILE, private_ranges
+from dpjax.privacy import Cost
+from dpjax.privacy.rounding import round_down
+
+PRIVATE = "private"
+BOUNDS_STREAM = 0x626F
+"""The stream (``fold_in`` of the fit's key) the private bounds' key comes from."""
+LABEL = f"private bounds ({QUANTILE:g} and {1 - QUANTILE:g} quantiles per numeric feature)"
+
+
+def wants_private_bounds(bounds: Any) -> bool:
+    """``bounds="private"``, or a dict with some columns ``"private"``."""
+    if isinstance(bounds, str):
+        return bounds == PRIVATE
+    return isinstance(bounds, Mapping) and any(
+        isinstance(v, str) and v == PRIVATE for v in bounds.values())
+
+
+def release_bounds(key: jax.Array, X: Any, bounds: Any, epsilon: float, share: float,
+                   sensitivity: float) -> tuple[dict[str, Any], float, dict[str, Cost]]:
+    """The declared bounds with every ``"private"`` numeric column's range released at
+    ``share·ε``: ``(bounds dict, the fit's ε = (1 − share)·ε, {ledger label: cost})``. A
+    non-numeric column cannot be ``"private"`` (declare its categories); ``bounds="private"``
+    covers every numeric column and needs the others declared."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"bounds_share must be in (0, 1); got {share!r}")
+    frame = as_frame(X)
+    declared = dict(bounds) if isinstance(bounds, Mapping) else {}
+    names = [str(c) for c in frame.columns]
+    wanted = [c for c in names if bounds == PRIVATE or declared.get(c) == PRIVATE]
+    unknown = sorted(set(declared) - set(names))
+    if unknown:
+        raise ValueError(f"bounds names column(s) {unknown[:5]} that X does not have")
+    numeric = [c for c in wanted if pd.api.types.is_numeric_dtype(frame[c].dtype)
+               and not pd.api.types.is_bool_dtype(frame[c].dtype)]
+    others = sorted(set(wanted) - set(numeric))
+    if others:
+        raise ValueError(f"bounds='private' releases numeric ranges; column(s) {others[:5]} "
+                         "are not numeric: declare their categories in a bounds dict")
+    if bounds == PRIVATE:
+        undeclared = [c for c in names if c not in numeric and c not in declared]
+        declared.update({c: None for c in undeclared})
+        declared = {c: v for c, v in declared.items() if v is not None}
+    budget = float(round_down(np.float32(share * epsilon)))
+    columns = frame[numeric].to_numpy(dtype=np.float64)
+    lower, upper, cost = private_ranges(key, columns, budget, sensitivity)
+    declared.update({c: (float(lo), float(hi))
+                     for c, lo, hi in zip(numeric, lower, upper, strict=True)})
+    rest = float(round_down(np.float32(epsilon - float(np.sum(np.asarray(cost.epsilon))))))
+    return declared, rest, {LABEL: cost}
+
+
+__all__ = ["BOUNDS_STREAM", "LABEL", "PRIVATE", "release_bounds", "wants_private_bounds"]
