@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-import scipy.sparse
 
 MAX_CODES = 256
 OUT_OF_BOUNDS = ("error", "clip")
@@ -118,7 +118,8 @@ def _as_array(X: Any) -> np.ndarray:
     missing values, and the fit reads dense codes anyway."""
     if isinstance(X, pd.Series):
         raise ValueError("X must be 2-D (n_samples, n_features); got a pandas Series")
-    if scipy.sparse.issparse(X):
+    sparse = sys.modules.get("scipy.sparse")      # a sparse matrix means scipy is loaded
+    if sparse is not None and sparse.issparse(X):
         X = X.toarray()
     array = np.asarray(X)
     if array.ndim != 2:

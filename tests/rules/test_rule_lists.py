@@ -659,11 +659,13 @@ BUDGET_CONFIGS = [(s, 3, "add_remove") for s in SELECTIONS] + [
 def test_budget_is_never_exceeded(selection, max_rules, neighbouring):
     """Within the budget, and the mechanism's cost whatever the list's length: every node is
     charged, also those after the list stopped (the ledger depends on no output). All but two
-    of these configurations stop early on at least one of the budgets."""
+    of these configurations stop early on at least one of the budgets. The fixed split
+    (``prior_share=0``); the public rule schedule's ledger is tested in
+    ``test_rule_list_scale.py``."""
     ledgers = set()
     for i, epsilon in enumerate(EPSILONS):
         model = fit(THR_X, THR_Y, epsilon, selection=selection, max_rules=max_rules,
-                    neighbouring=neighbouring, key=i)
+                    neighbouring=neighbouring, key=i, prior_share=0.0)
         check_ledger(model, epsilon, selection)
         assert model.privacy.neighbouring == neighbouring
         counts = [e.count for e in model.privacy.entries
@@ -790,7 +792,8 @@ def test_count_gini_first_rule_frequencies():
     y = np.array([1, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0])
     epsilon = 1.2
     fit_one = functools.partial(fit_rule_list, n_codes_per_feature=np.array([2, 2]),
-                                max_rules=1, max_card=1, selection="count_gini")
+                                max_rules=1, max_card=1, selection="count_gini",
+                                prior_share=0.0)        # the fixed split: ε/2 a node
     many = jax.jit(lambda keys, codes, y, eps: jax.lax.map(
         lambda key: fit_one(key, codes, y, eps), keys))        # compiles as fast as one fit
     keys = jax.random.split(jax.random.key(2024), PF_DRAWS)
