@@ -23,6 +23,7 @@ import platform
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +52,8 @@ class Config:
     """The neighbouring relations the mode serves (an individual filter: add/remove only)."""
     n_classes: int = 2
     """Classes of the audited labels (``⌊a·C⌋``, declared ``0..C−1``)."""
+    record: Any = "upper"
+    """The neighbour's extra record (:func:`dpjax.audit`'s ``record``)."""
 
 
 CONFIGS = [
@@ -79,8 +82,10 @@ CONFIGS = [
            dict(shape="cyclic", min_signal=1e-3), n_classes=3),
     Config("boosted", "softmax, 3 classes, random shape T=2, d=1",
            dict(shape="random", n_trees=2, depth=1, min_signal=1e-3), n_classes=3),
-    Config("boosted", "softmax, 3 classes, defaults (the fallback at 6 rows)", dict(),
+    Config("boosted", "softmax, 3 classes, defaults at 6 rows (mostly the fallback)", dict(),
            n_classes=3),
+    Config("boosted", "softmax, 3 classes, cyclic, outlier mislabelled (p_y ≈ 0)",
+           dict(shape="cyclic", min_signal=1e-3), n_classes=3, record=([1.0, 1.0], 0)),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),
@@ -158,9 +163,9 @@ CONFIGS = [
            dict(weak_learner="halfspace", n_rounds=1, min_signal=1e-3, delta=1e-5)),
     Config("smooth_boost", "halfspaces (discrete Gaussian, zCDP), 2 rounds, δ=1e-5",
            dict(weak_learner="halfspace", n_rounds=2, min_signal=1e-3, delta=1e-5)),
-    Config("rule_list", "count_gini (default schedule: the fallback at 6 rows), 2 rules",
+    Config("rule_list", "count_gini (default schedule at 6 rows: R' 0 or 1), 2 rules",
            dict(max_rules=2)),
-    Config("rule_list", "count_gini, schedule R' from ñ (rule_signal 3), 2 rules",
+    Config("rule_list", "count_gini, schedule R' from ñ (rule_signal 3: 1 or 2), 2 rules",
            dict(max_rules=2, rule_signal=3.0, min_signal=0.0)),
     Config("rule_list", "count_gini, 1 rule of 1 literal (always scheduled)",
            dict(max_rules=1, max_card=1, rule_signal=1e-3, min_signal=0.0)),
@@ -209,11 +214,13 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
                     warnings.simplefilter("ignore", UnprovenClaimWarning)
                     report = dpjax.audit(X, y, method=config.learner, epsilon=budget,
                                          bounds=bounds, neighbouring=relation, n=n,
-                                         key=index, progress=False, **classes,
-                                         **config.params)
+                                         key=index, progress=False, record=config.record,
+                                         **classes, **config.params)
                 rows.append(_row(config.learner, config.mode, relation, report,
                                  private=config.private))
                 print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
+    if only is None or only in PRIVATE_BOUNDS_MODE:
+        rows += audit_private_bounds(n)
     if only is not None:
         return pd.DataFrame(rows)
     for canary in canaries(1.0):
@@ -224,6 +231,41 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
                          private=False))
         print(report.summary(), flush=True)
     return pd.DataFrame(rows)
+
+
+PRIVATE_BOUNDS_MODE = "bounds='private' (5%/95% quantile selections, 2 columns)"
+
+
+def audit_private_bounds(n: int) -> list[dict]:
+    """``bounds="private"``'s release (:func:`dpjax.mechanisms.quantiles.select_quantiles`) on
+    the utilities of the six-row dataset's two columns and of its neighbour (an outlier at 10
+    added, or in place of the last row), at the share ``ε`` of a whole fit's claim."""
+    from dpjax.mechanisms.quantiles import candidate_grid, quantile_utilities, select_quantiles
+
+    X, _, _ = dataset()
+    grid, k = candidate_grid(), 20
+
+    def utilities(columns: np.ndarray) -> np.ndarray:
+        return np.stack([quantile_utilities(columns[:, j], grid, k)
+                         for j in range(columns.shape[1])])
+
+    base = X.to_numpy()
+    neighbours = {"add_remove": np.vstack([base, [[10.0, 10.0]]]),
+                  "replace_one": np.vstack([base[:-1], [[10.0, 10.0]]])}
+    rows = []
+    for epsilon in EPSILONS:
+        for relation, other in neighbours.items():
+            multiplier = 1.0 if relation == "add_remove" else 2.0
+
+            def release(key, u, e=epsilon, mult=multiplier):
+                return select_quantiles(key, u, e, mult, k)[0]
+
+            report = audit_release(release, utilities(base), utilities(other),
+                                   epsilon=epsilon, n=n, key=7, progress=False,
+                                   name=PRIVATE_BOUNDS_MODE)
+            rows.append(_row("bounds", PRIVATE_BOUNDS_MODE, relation, report, private=True))
+            print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
+    return rows
 
 
 def _row(learner: str, mode: str, relation: str, report, *, private: bool) -> dict:
@@ -291,7 +333,7 @@ def main() -> None:
         kept = old.merge(table[key], on=key, how="left", indicator=True)["_merge"] == "left_only"
         order = {(c.learner, c.mode): i for i, c in enumerate(CONFIGS)}
         table = pd.concat([old[kept.to_numpy()], table], ignore_index=True)
-        current = [(learner == "canary") or (learner, mode) in order
+        current = [learner in ("canary", "bounds") or (learner, mode) in order
                    for learner, mode in zip(table["learner"], table["mode"], strict=True)]
         table = table[current].reset_index(drop=True)     # modes renamed or gone: dropped
         rank = np.array([order.get(pair, len(order))
