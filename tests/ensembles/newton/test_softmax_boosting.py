@@ -145,3 +145,13 @@ def test_two_class_fits_keep_their_scalar_score(three_classes):
     assert model.params.prior.shape == ()
     assert model.decision_function(X[:5]).shape == (5,)
     assert math.isfinite(float(jax.device_get(model.params.prior)))
+
+
+def test_same_key_same_model_and_keys_differ(three_classes):
+    X, y = three_classes
+    fits = [dpjax.fit(X[:600], y[:600], method="boosted", epsilon=1.0, bounds=(0.0, 1.0),
+                      classes=["low", "mid", "high"], key=k) for k in (4, 4, 5)]
+    same = jax.tree.map(lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b))),
+                        fits[0].params, fits[1].params)
+    assert all(jax.tree.leaves(same))
+    assert not np.array_equal(np.asarray(fits[0].params.prior), np.asarray(fits[2].params.prior))
