@@ -233,25 +233,25 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-PRIVATE_BOUNDS_MODE = "bounds='private' (5%/95% quantile selections, 2 columns)"
+PRIVATE_BOUNDS_MODE = "bounds='private' (5%/95% quantile selections, 1 column, 40 rows)"
 
 
 def audit_private_bounds(n: int) -> list[dict]:
     """``bounds="private"``'s release (:func:`dpjax.mechanisms.quantiles.select_quantiles`) on
-    the utilities of the six-row dataset's two columns and of its neighbour (an outlier at 10
-    added, or in place of the last row), at the share ``ε`` of a whole fit's claim."""
+    the utilities of one column of 40 rows in [0, 1] and of its neighbour (an outlier at 10
+    added, or in place of the last row): two selections of ``ε/2`` each, against ``ε``."""
     from dpjax.mechanisms.quantiles import candidate_grid, quantile_utilities, select_quantiles
 
-    X, _, _ = dataset()
+    X, _, _ = dataset(40)
     grid, k = candidate_grid(), 20
 
     def utilities(columns: np.ndarray) -> np.ndarray:
         return np.stack([quantile_utilities(columns[:, j], grid, k)
                          for j in range(columns.shape[1])])
 
-    base = X.to_numpy()
-    neighbours = {"add_remove": np.vstack([base, [[10.0, 10.0]]]),
-                  "replace_one": np.vstack([base[:-1], [[10.0, 10.0]]])}
+    base = X[["a"]].to_numpy()
+    neighbours = {"add_remove": np.vstack([base, [[10.0]]]),
+                  "replace_one": np.vstack([base[:-1], [[10.0]]])}
     rows = []
     for epsilon in EPSILONS:
         for relation, other in neighbours.items():
@@ -333,7 +333,8 @@ def main() -> None:
         kept = old.merge(table[key], on=key, how="left", indicator=True)["_merge"] == "left_only"
         order = {(c.learner, c.mode): i for i, c in enumerate(CONFIGS)}
         table = pd.concat([old[kept.to_numpy()], table], ignore_index=True)
-        current = [learner in ("canary", "bounds") or (learner, mode) in order
+        current = [learner == "canary" or (learner, mode) in order
+                   or (learner, mode) == ("bounds", PRIVATE_BOUNDS_MODE)
                    for learner, mode in zip(table["learner"], table["mode"], strict=True)]
         table = table[current].reset_index(drop=True)     # modes renamed or gone: dropped
         rank = np.array([order.get(pair, len(order))

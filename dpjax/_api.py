@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,8 +28,14 @@ from dpjax._preparation import (
     prepare,
     run_timed,
 )
-from dpjax._private_bounds import BOUNDS_STREAM, release_bounds, wants_private_bounds
+from dpjax._private_bounds import (
+    BOUNDS_STREAM,
+    check_private_bounds_request,
+    release_bounds,
+    wants_private_bounds,
+)
 from dpjax._sharding import resolve_devices, shard_rows
+from dpjax.data import OutOfBoundsWarning
 from dpjax.learners import Learner, get_learner
 from dpjax.privacy import SENSITIVITY, BudgetAccountant, check_epsilon, check_neighbouring
 
@@ -133,17 +140,20 @@ def fit(
     chosen_devices = resolve_devices(devices)
     key = as_key(key)
     fit_epsilon, bounds_costs = epsilon, {}
-    if wants_private_bounds(bounds):
-        if epsilon is None:
-            raise ValueError("bounds='private' releases the ranges with a share of epsilon: "
-                             "it needs epsilon (without privacy, use bounds='data')")
+    private_bounds = wants_private_bounds(bounds)
+    if private_bounds:
+        check_private_bounds_request(epsilon, delta, on_out_of_bounds)
         bounds, fit_epsilon, bounds_costs = release_bounds(
             jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
             SENSITIVITY[check_neighbouring(neighbouring)])
-    prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
-                       n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
-                       neighbouring=neighbouring, params=params, public_size=public_size,
-                       delta=delta, sample_weight=sample_weight)
+    with warnings.catch_warnings():
+        if private_bounds:      # a tenth of the records lie outside the released 5%-95% range
+            warnings.simplefilter("ignore", OutOfBoundsWarning)
+        prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds,
+                           classes=classes, n_bins=n_bins, missing=missing,
+                           on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
+                           params=params, public_size=public_size, delta=delta,
+                           sample_weight=sample_weight)
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))

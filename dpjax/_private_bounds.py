@@ -13,7 +13,7 @@ import pandas as pd
 from dpjax.data.binning import as_frame
 from dpjax.mechanisms.quantiles import QUANTILE, private_ranges
 from dpjax.privacy import Cost
-from dpjax.privacy.rounding import round_down
+from dpjax.privacy.rounding import float32_below, round_down
 
 PRIVATE = "private"
 BOUNDS_STREAM = 0x626F
@@ -27,6 +27,25 @@ def wants_private_bounds(bounds: Any) -> bool:
         return bounds == PRIVATE
     return isinstance(bounds, Mapping) and any(
         isinstance(v, str) and v == PRIVATE for v in bounds.values())
+
+
+def check_private_bounds_request(epsilon: float | None, delta: float,
+                                 on_out_of_bounds: str) -> None:
+    """Refuse, before any release, what ``bounds="private"`` does not serve: no ``epsilon``;
+    ``delta > 0`` (the learners that compose at ``δ`` size their releases to the rest of ``ε``
+    under their own route, which need not leave room for the ranges' pure releases); and
+    ``on_out_of_bounds`` other than ``"clip"`` (about a tenth of the records lie outside the
+    released 5%–95% range, so an error or warning would report the data against a release the
+    ledger of a failed fit never records)."""
+    if epsilon is None:
+        raise ValueError("bounds='private' releases the ranges with a share of epsilon: it "
+                         "needs epsilon (without privacy, use bounds='data')")
+    if delta > 0.0:
+        raise ValueError("bounds='private' is pure epsilon-DP beside a pure fit: use "
+                         "delta=0, or declare the bounds")
+    if on_out_of_bounds != "clip":
+        raise ValueError("bounds='private' goes with on_out_of_bounds='clip' (values outside "
+                         "the released 5%-95% range are clipped by design)")
 
 
 def release_bounds(key: jax.Array, X: Any, bounds: Any, epsilon: float, share: float,
@@ -59,8 +78,10 @@ def release_bounds(key: jax.Array, X: Any, bounds: Any, epsilon: float, share: f
     lower, upper, cost = private_ranges(key, columns, budget, sensitivity)
     declared.update({c: (float(lo), float(hi))
                      for c, lo, hi in zip(numeric, lower, upper, strict=True)})
-    rest = float(round_down(np.float32(epsilon - float(np.sum(np.asarray(cost.epsilon))))))
+    spent = float(np.sum(np.asarray(cost.epsilon, np.float64)))     # as the ledger adds
+    rest = float(round_down(np.float32(float32_below(epsilon - spent))))
     return declared, rest, {LABEL: cost}
 
 
-__all__ = ["BOUNDS_STREAM", "LABEL", "PRIVATE", "release_bounds", "wants_private_bounds"]
+__all__ = ["BOUNDS_STREAM", "LABEL", "PRIVATE", "check_private_bounds_request",
+           "release_bounds", "wants_private_bounds"]

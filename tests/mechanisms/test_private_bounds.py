@@ -108,6 +108,8 @@ def test_private_bounds_through_an_estimator(people):
     (dict(bounds="private"), "not numeric"),
     (dict(bounds={"age": "private", "nope": (0, 1)}), "does not have"),
     (dict(bounds="private", bounds_share=1.5), "bounds_share must be in"),
+    (dict(bounds={"age": "private"}, delta=1e-6), "use delta=0"),
+    (dict(bounds={"age": "private"}, on_out_of_bounds="error"), "on_out_of_bounds='clip'"),
 ])
 def test_private_bounds_refusals(people, kwargs, message):
     X, y = people
@@ -121,3 +123,20 @@ def test_a_sweep_refuses_private_bounds(people):
     with pytest.raises(ValueError, match="dpjax.fit's"):
         dpjax.sweep(X[:200], y[:200], method="random_trees", epsilon=[1.0], seeds=[0],
                     bounds="private")
+
+
+def test_the_rest_of_the_budget_never_tops_epsilon_up():
+    """The ranges' releases (as the ledger adds them, float64) plus the rest the learner gets
+    stay within ε over random budgets, shares and column counts."""
+    from dpjax._private_bounds import release_bounds
+
+    rng = np.random.default_rng(3)
+    for _ in range(25):
+        n = int(rng.integers(1, 4))
+        frame = pd.DataFrame(rng.normal(size=(50, n)), columns=[f"c{j}" for j in range(n)])
+        epsilon, share = float(rng.uniform(0.01, 20)), float(rng.uniform(0.05, 0.95))
+        _, rest, costs = release_bounds(jax.random.key(0), frame, "private", epsilon, share,
+                                        1.0)
+        spent = float(np.sum(np.asarray(next(iter(costs.values())).epsilon, np.float64)))
+        assert spent + rest <= epsilon
+        assert spent + rest >= epsilon * (1 - 1e-5)
