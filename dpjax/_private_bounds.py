@@ -69,10 +69,6 @@ def release_bounds(key: jax.Array, X: Any, bounds: Any, epsilon: float, share: f
     if others:
         raise ValueError(f"bounds='private' releases numeric ranges; column(s) {others[:5]} "
                          "are not numeric: declare their categories in a bounds dict")
-    if bounds == PRIVATE:
-        undeclared = [c for c in names if c not in numeric and c not in declared]
-        declared.update({c: None for c in undeclared})
-        declared = {c: v for c, v in declared.items() if v is not None}
     budget = float(round_down(np.float32(share * epsilon)))
     columns = frame[numeric].to_numpy(dtype=np.float64)
     lower, upper, cost = private_ranges(key, columns, budget, sensitivity)

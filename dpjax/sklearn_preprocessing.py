@@ -38,7 +38,23 @@ def _columns(X: Any) -> tuple[int, np.ndarray | None]:
     return shape[1], None
 
 
-class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class _DeclaredTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """What the two transformers share: the fitted column count and names, and the check that
+    a transformed ``X`` has those columns."""
+
+    def _remember_columns(self, n: int, names: np.ndarray | None) -> None:
+        self.n_features_in_ = n
+        if names is not None:
+            self.feature_names_in_ = names
+
+    def _checked(self, values: np.ndarray) -> np.ndarray:
+        if values.ndim != 2 or values.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have {self.n_features_in_} columns; got shape "
+                             f"{values.shape}")
+        return values
+
+
+class DPMinMaxScaler(_DeclaredTransformer):
     """Min-max scaling with **declared** bounds: ``bounds=(lower, upper)`` (scalars, or arrays
     of one value per column), ``feature_range`` (``(0, 1)``). Values outside the bounds are
     clipped to them; missing values stay missing. ``fit`` reads the column count only."""
@@ -59,9 +75,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         low, high = self.feature_range
         if not high > low:
             raise ValueError(f"feature_range must be increasing; got {self.feature_range!r}")
-        self.n_features_in_ = n
-        if names is not None:
-            self.feature_names_in_ = names
+        self._remember_columns(n, names)
         self.lower_, self.upper_ = lower, upper
         return self
 
@@ -69,16 +83,13 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "lower_")
         if scipy.sparse.issparse(X):
             X = X.toarray()
-        values = np.asarray(X, np.float64)
-        if values.ndim != 2 or values.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have {self.n_features_in_} columns; got shape "
-                             f"{values.shape}")
+        values = self._checked(np.asarray(X, np.float64))
         scaled = np.clip((values - self.lower_) / (self.upper_ - self.lower_), 0.0, 1.0)
         low, high = self.feature_range
         return low + scaled * (high - low)
 
 
-class DPOneHotEncoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class DPOneHotEncoder(_DeclaredTransformer):
     """One-hot encoding with **declared** categories (``categories``: one list per column, as
     scikit-learn's ``OneHotEncoder`` takes them); a value outside its column's list encodes as
     all zeros, with no error or warning (either would depend on a record). ``sparse_output``
@@ -106,19 +117,14 @@ class DPOneHotEncoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         encoder = OneHotEncoder(categories=lists, handle_unknown="ignore",
                                 sparse_output=self.sparse_output)
         self.encoder_ = encoder.fit(public.to_numpy(dtype=object))
-        self.n_features_in_ = n
-        if names is not None:
-            self.feature_names_in_ = names
+        self._remember_columns(n, names)
         return self
 
     def transform(self, X: Any) -> Any:
         check_is_fitted(self, "encoder_")
         values = X.to_numpy(dtype=object) if isinstance(X, pd.DataFrame) else np.asarray(
             X, dtype=object)
-        if values.ndim != 2 or values.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have {self.n_features_in_} columns; got shape "
-                             f"{values.shape}")
-        return self.encoder_.transform(values)
+        return self.encoder_.transform(self._checked(values))
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "encoder_")

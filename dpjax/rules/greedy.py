@@ -327,14 +327,14 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     traced = config.resolve_traced(traced or {})
     costs: dict[str, Cost] = {}
     n_live = jnp.int32(max_rules)
-    balance = None
-    epsilon0 = epsilon
+    balance = prior_epsilon = None
     if private and config.scheduled:
         # a share of ε for the class counts (the released size and the labels' prior), then
         # the public number of rules the rest can pay for (spec-free: dpjax's schedule)
+        prior_epsilon = share(epsilon, config.prior_share)
         balance, costs[PRIOR_LABEL] = release_class_counts(
             jax.random.fold_in(key, CLASS_COUNTS_STREAM), class_totals(labels, 2),
-            share(epsilon, config.prior_share), sensitivity)
+            prior_epsilon, sensitivity)
         epsilon = share(epsilon, 1.0 - config.prior_share)
         public = (jnp.clip(jnp.maximum(balance, 0.0).sum(), 1.0, MAX_SIZE) if size is None
                   else jnp.float32(size))
@@ -436,7 +436,7 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     if private and calibration == "provable":
         totals = clipped.sum(0)
         if balance is not None:     # the cells' sum has the variance of R' + 1 cells
-            totals = pooled_counts([(balance, share(epsilon0, config.prior_share)),
+            totals = pooled_counts([(balance, prior_epsilon),
                                     (totals, eps_node / jnp.sqrt(n_live + 1.0))])
         prior = label_prior(totals, traced["prior_records"])
     label = label_of(clipped + prior)
@@ -464,7 +464,7 @@ def label_prior(totals: jax.Array, records: ArrayLike) -> jax.Array:
     totals; with the class counts released first, both pooled); floored at 1/2. Added to every
     rule's counts, a rule whose evidence is under ``records`` predicts the majority
     (post-processing)."""
-    return balance_pseudo_counts(jnp.maximum(totals, 0.0), records)
+    return balance_pseudo_counts(totals, records)
 
 
 def label_of(counts: jax.Array) -> jax.Array:

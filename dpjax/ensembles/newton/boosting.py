@@ -389,8 +389,6 @@ def round_sensitivity(sensitivity: float, n_classes: int = 2) -> float:
     (a record's ``(g, h)`` has both norms at most 1; the two fixed-point floors add at most 2
     units, :func:`release_sums`); with ``K > 2`` classes the L1 sensitivity
     :func:`round_units` in rows (Laplace rounds only)."""
-    if n_classes <= 2:
-        return sensitivity * (1.0 + 2.0 / GRAD_UNIT)
     return round_units(sensitivity, n_classes) / GRAD_UNIT
 
 
@@ -414,16 +412,12 @@ def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity
             key, units.astype(jnp.float32) * (1.0 / GRAD_UNIT), l2, budget,
             bound=cell_bound(l2, budget), delta=delta,
             label=f"{sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})")
-    if sums.ndim == 3:
-        n_classes = sums.shape[1]
-        units = round_units(sensitivity, n_classes)
-        noisy, cost = laplace_mechanism(
-            key, sums, units, budget, integer=True, event_ndim=3,
-            label=f"L1 sens. {units / GRAD_UNIT:.4g} ({n_classes} classes)")
-        return noisy / GRAD_UNIT, cost
-    noisy, cost = laplace_mechanism(
-        key, sums, sensitivity * (GRAD_UNIT + 2), budget, integer=True, event_ndim=2,
-        label=f"L1 sens. {sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})")
+    n_classes = sums.shape[1] if sums.ndim == 3 else 2
+    units = round_units(sensitivity, n_classes)
+    label = (f"L1 sens. {sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})" if n_classes == 2
+             else f"L1 sens. {units / GRAD_UNIT:.4g} ({n_classes} classes)")
+    noisy, cost = laplace_mechanism(key, sums, units, budget, integer=True,
+                                    event_ndim=sums.ndim, label=label)
     return noisy / GRAD_UNIT, cost
 
 
@@ -521,7 +515,7 @@ def noise_scale(budget: jax.Array, sensitivity: float, noise: str, cells: int,
     return l1_or_l2 / budget
 
 
-def check_multiclass(config: Boosted, private: bool, delta: float) -> None:
+def check_multiclass(config: Boosted, private: bool) -> None:
     """The softmax booster (``K > 2`` classes) boosts Laplace rounds of the cyclic or random
     shape: refuse what it does not serve, before any work."""
     if config.shape == "oblivious":
@@ -577,7 +571,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     n_classes = context.n_classes
     multi = n_classes > 2           # the softmax loss: a class axis on scores and sums
     if multi:
-        check_multiclass(config, private, delta)
+        check_multiclass(config, private)
     spread = loss_spread(n_classes)
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
@@ -695,19 +689,19 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                               plans[kinds[0]])
         rounds, resolution, use_random = (chosen["rounds"], chosen["resolution"],
                                           chosen["use_random"])
+        # the rounds' budget after the prior: the individual filter's, or the fallback's
+        filter_budget = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
         if multi:   # no round affordable: the rounds' budget releases the class counts again
-            rest = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
-            again, _, again_cost = release_counts(jax.random.fold_in(k_prior, 1), y, rest,
-                                                  sensitivity, n_classes)
+            again, _, again_cost = release_counts(jax.random.fold_in(k_prior, 1), y,
+                                                  filter_budget, sensitivity, n_classes)
             costs[MAJORITY_LABEL] = again_cost.gated(rounds < 1)
             prior = jnp.where(rounds < 1, pooled_prior([(counts, fixed["laplace"]),
-                                                        (again, rest)])[0], prior)
+                                                        (again, filter_budget)])[0], prior)
         use_oblivious = chosen["use_oblivious"]
         scale, select = chosen["scale"], chosen["select"]
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
         variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
         # the individual filter: every record's rounds within what the prior leaves
-        filter_budget = round_down(jnp.asarray(epsilon, jnp.float32) - fixed["laplace"])
         filter_cap = filter_budget * (1.0 - filter_margin(total, depth if has_oblivious else 0))
     else:   # without DP "auto" is cyclic
         counts, _, _ = release_counts(k_prior, y, None, sensitivity, n_classes)
