@@ -61,6 +61,8 @@ def fit(
     accountant: BudgetAccountant | None = None,
     sample_weight: Any = None,
     bounds_share: float = 0.25,
+    task: str = "classification",
+    y_bounds: Any = None,
     **params: Any,
 ) -> Model:
     """Fit a differentially private tree model.
@@ -120,6 +122,12 @@ def fit(
         take them at unchanged sensitivity (the forests: ``random_trees``, ``rf_laplace``,
         ``rf_exponential``); weights count in units of ``2**-8`` of a record (rounded down).
         Other learners refuse them.
+      task: ``"classification"`` (default) or ``"regression"`` (``method="boosted"``: the
+        squared loss, residuals clipped at ``residual_clip`` half-ranges, a released mean as
+        the prior; ``predict`` returns values in ``y_bounds``, ``score`` the R²).
+      y_bounds: the public range ``(lo, hi)`` of a regression target (required under DP):
+        it sets the noise; values outside are clipped into it with a warning (or refused with
+        ``on_out_of_bounds="error"``). ``"data"`` reads it off ``y`` (not private; warns).
       bounds_share: the share of ``epsilon`` that ``bounds="private"`` spends (0.25). Its
         ``2n`` selections (``n`` numeric columns) find the 5% and 95% points reliably from
         about ``760·n/(bounds_share·epsilon)`` rows (below that a range may come out far too
@@ -153,7 +161,7 @@ def fit(
                            classes=classes, n_bins=n_bins, missing=missing,
                            on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                            params=params, public_size=public_size, delta=delta,
-                           sample_weight=sample_weight)
+                           sample_weight=sample_weight, task=task, y_bounds=y_bounds)
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))
@@ -169,7 +177,7 @@ def fit(
     if accountant is not None:
         accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
     return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
-                 Timings(compile_s, run_s))
+                 Timings(compile_s, run_s), prepared.target)
 
 
 def sweep(
@@ -188,6 +196,8 @@ def sweep(
     public_size: int | None = None,
     delta: float = 0.0,
     accountant: BudgetAccountant | None = None,
+    task: str = "classification",
+    y_bounds: Any = None,
     **params: Any,
 ) -> Sweep:
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
@@ -232,7 +242,8 @@ def sweep(
     prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
-                       params=params, public_size=public_size, delta=delta, batch=len(grid))
+                       params=params, public_size=public_size, delta=delta, batch=len(grid),
+                       task=task, y_bounds=y_bounds)
     fn, cache_key = prepared.fit_fn(private=private)
 
     # Seeds by lax.map, grid points by vmap inside (fit_grid; by lax.map for learners that
@@ -265,7 +276,7 @@ def sweep(
                 accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
     ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
-                 Timings(compile_s, run_s))
+                 Timings(compile_s, run_s), prepared.target)
 
 
 def clear_caches() -> None:

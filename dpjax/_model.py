@@ -59,7 +59,8 @@ class Model(_Configured):
     learner configuration that fitted it; :meth:`proba_function` gives the pure ``(params,
     codes) -> [m, C]`` map to use inside ``jax.jit`` / ``vmap``; :meth:`encode` turns raw ``X``
     into the codes it reads. ``privacy`` is the ledger of every release made from the training
-    data.
+    data. A regression model (``task="regression"``) has no ``classes`` and the public
+    ``target`` range ``(lo, hi)``: it predicts values in it.
     """
 
     config: Learner
@@ -68,6 +69,12 @@ class Model(_Configured):
     classes: tuple[Any, ...]
     privacy: PrivacyLedger
     timings: Timings
+    target: tuple[float, float] | None = None
+
+    @property
+    def task(self) -> str:
+        """``"regression"`` (a real target in ``target``) or ``"classification"``."""
+        return task_of(self.target)
 
     @property
     def learner(self) -> Learner:
@@ -86,10 +93,15 @@ class Model(_Configured):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[m, C]`` (columns in the order of ``classes``)."""
+        if self.target is not None:
+            raise ValueError("a regression model has no class probabilities: use predict")
         return np.asarray(_jitted_proba(self.config)(self.params, self.encode(X)))
 
     def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
-        """Predicted labels (values of ``classes``). Randomised rules need ``key``."""
+        """Predicted labels (values of ``classes``), or a regression model's predicted values
+        (within ``target``). Randomised rules need ``key``."""
+        if self.target is not None:
+            return np.clip(self.decision_function(X), *self.target)
         index = self._predict_index(X, key)
         return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
             np.asarray(self.classes).dtype)
@@ -104,7 +116,10 @@ class Model(_Configured):
 
     def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
         """Accuracy of :meth:`predict` on ``(X, y)``; labels outside ``classes`` are an error
-        (they could never be predicted: silently wrong, never right)."""
+        (they could never be predicted: silently wrong, never right). A regression model's
+        score is the R² of its predictions (scikit-learn's regressor score)."""
+        if self.target is not None:
+            return float(r_squared(self.predict(X), y))
         y_index, _, _ = encode_labels(y, self.classes, private=False)
         index = np.asarray(self._predict_index(X, key))
         if y_index.shape != index.shape:
@@ -145,14 +160,16 @@ class Model(_Configured):
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparams.items())
         described = self.describe()
         return (f"dpjax {self.method} model ({hyper})\n"
-                f"  {self.spec.n_features} features, classes {list(self.classes)}\n"
+                f"  {self.spec.n_features} features, {outputs_text(self.classes, self.target)}\n"
                 f"  fit: compile {self.timings.compile_s:.3f}s, run {self.timings.run_s:.3f}s\n"
                 + "".join(f"  {line}\n" for line in (described or "").splitlines())
                 + "\n".join("  " + line for line in str(self.privacy).splitlines()))
 
     def __repr__(self) -> str:
         eps = "non-private" if not self.privacy.private else f"epsilon={self.privacy.epsilon:g}"
-        return f"<dpjax.Model {self.method} {eps} classes={list(self.classes)}>"
+        outputs = (f"target={list(self.target)}" if self.target is not None
+                   else f"classes={list(self.classes)}")
+        return f"<dpjax.Model {self.method} {eps} {outputs}>"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +189,7 @@ class Sweep(_Configured):
     classes: tuple[Any, ...]
     ledgers: tuple[PrivacyLedger, ...]
     timings: Timings
+    target: tuple[float, float] | None = None
 
     @property
     def config(self) -> Learner:
@@ -182,31 +200,68 @@ class Sweep(_Configured):
         """The model of grid point ``i`` and seed index ``j``."""
         params = jax.tree.map(lambda a: a[i, j], self.params)
         return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
-                     self.timings)
+                     self.timings, self.target)
 
     def _codes(self, X: Any) -> jax.Array:
         return jnp.asarray(encode(self.spec, X))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
+        if self.target is not None:
+            raise ValueError("regression models have no class probabilities: use predict")
         return np.asarray(_jitted_sweep(self.config, "proba")(self.params, self._codes(X)))
 
     def predict(self, X: Any) -> np.ndarray:
         """Class indices ``[len(grid), len(seeds), m]`` of the deterministic prediction rule (one
-        compiled call; randomised rules are not supported here)."""
+        compiled call; randomised rules are not supported here), or regression models'
+        predicted values (within ``target``)."""
+        if self.target is not None:
+            return np.clip(np.asarray(_jitted_sweep(self.config, "decision")(
+                self.params, self._codes(X))), *self.target)
         if self.config.needs_predict_key:
             raise ValueError("Sweep.predict needs a deterministic prediction rule; use "
                              "sweep.model(i, j).predict(X, key=...)")
         return np.asarray(_jitted_sweep(self.config, "predict")(self.params, self._codes(X)))
 
     def score(self, X: Any, y: Any) -> np.ndarray:
-        """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule."""
+        """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule (the R² of
+        regression models)."""
+        if self.target is not None:
+            return r_squared(self.predict(X), y)
         y_index, _, _ = encode_labels(y, self.classes)
         predicted = self.predict(X)
         if y_index.shape[0] != predicted.shape[-1]:
             raise ValueError(f"y must hold one label per row of X ({predicted.shape[-1]}); got "
                              f"{y_index.shape[0]}")
         return (predicted == y_index).mean(-1)
+
+
+def task_of(target: tuple[float, float] | None) -> str:
+    """``"regression"`` where a target range is set, else ``"classification"``."""
+    return "classification" if target is None else "regression"
+
+
+def outputs_text(classes: tuple[Any, ...], target: tuple[float, float] | None) -> str:
+    """``classes [...]``, or a regression model's ``target in [lo, hi]``."""
+    if target is None:
+        return f"classes {list(classes)}"
+    return f"regression target in [{target[0]:g}, {target[1]:g}]"
+
+
+def r_squared(predicted: np.ndarray, y: Any) -> np.ndarray:
+    """``1 − Σ(y − ŷ)²/Σ(y − ȳ)²`` over the last axis of ``predicted [..., m]`` (the
+    coefficient of determination); ``y`` must be a finite numeric ``[m]``."""
+    values = np.asarray(y, dtype=np.float64)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1 or values.shape[0] != np.shape(predicted)[-1]:
+        raise ValueError(f"y must hold one target value per row of X "
+                         f"({np.shape(predicted)[-1]}); got shape {np.shape(y)}")
+    if not np.isfinite(values).all():
+        raise ValueError("y has missing or infinite target values")
+    residual = ((values - np.asarray(predicted, np.float64)) ** 2).sum(-1)
+    total = ((values - values.mean()) ** 2).sum()
+    return 1.0 - residual / total if total > 0 else np.where(residual == 0, 1.0, 0.0)
 
 
 def model_types() -> dict[str, type]:
@@ -247,11 +302,14 @@ def _jitted_predict(config: Learner) -> Callable[..., Any]:
 
 @functools.lru_cache(maxsize=16)
 def _jitted_sweep(config: Learner, rule: str) -> Callable[..., Any]:
-    """Scores (``rule="proba"``) or deterministic predictions (``"predict"``) of a ``[grid,
+    """Scores (``rule="proba"``), deterministic predictions (``"predict"``) or real-valued
+    scores (``"decision"``) of a ``[grid,
     seeds]`` batch of models: ``lax.map`` over grid points (bounded memory), ``vmap`` over
     seeds."""
     if rule == "proba":
         one = config.proba
+    elif rule == "decision":
+        one = config.decision
     else:
         def one(params: Any, codes: jax.Array) -> jax.Array:
             return config.predict(params, codes, None)

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpjax import compilation_cache
 from dpjax._keys import grid_keys
-from dpjax.data import FeatureSpec, encode, encode_labels, make_feature_spec
+from dpjax.data import FeatureSpec, encode, encode_labels, encode_targets, make_feature_spec
 from dpjax.data.binning import as_table
 from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
 from dpjax.privacy import (
@@ -81,6 +81,9 @@ class Prepared:
     public); ``None`` when the row count is private (add/remove, none declared)."""
     weights: jax.Array | None = None
     """Record weights float32 ``[m]`` in ``[0, 1]`` (``sample_weight``), or ``None``."""
+    target: tuple[float, float] | None = None
+    """The public range ``(lo, hi)`` of a regression target (``y`` float32 in it), or
+    ``None`` for classification."""
 
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
         """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
@@ -99,12 +102,12 @@ class Prepared:
                structure_key: jax.Array | None, weights: jax.Array | None = None) -> Any:
             context = FitContext(n_codes, n_classes, self.sensitivity,
                                  size if private and not release_size else None, structure_key,
-                                 self.ledger.requested_delta, weights, n_ordered)
+                                 self.ledger.requested_delta, weights, n_ordered, self.target)
             return config.fit(key, codes, y, epsilon if private else None, context, **traced)
 
         return fn, (config, tuple(np.asarray(n_codes).tolist()),
                     tuple(np.asarray(n_ordered).tolist()), n_classes, self.sensitivity,
-                    private, release_size, self.ledger.requested_delta)
+                    private, release_size, self.ledger.requested_delta, self.target)
 
     def size_value(self) -> jax.Array:
         """The public size as a traced float32 argument (0 when there is none)."""
@@ -157,7 +160,7 @@ def prepare(
     X: Any, y: Any, *, method: str | Learner, epsilon: float | None, bounds: Any,
     classes: Any, n_bins: int | None, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
-    sample_weight: Any = None,
+    sample_weight: Any = None, task: str = "classification", y_bounds: Any = None,
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
     feature spec and the codes, and start the ledger."""
@@ -166,7 +169,15 @@ def prepare(
     public_size = _check_public_size(public_size)
     delta = check_delta(delta)
     table = as_table(X)
-    y_index, classes, classes_from_data = encode_labels(y, classes, private=epsilon is not None)
+    regression = check_task(task, config, classes, y_bounds)
+    target, target_from_data = None, False
+    if regression:
+        y_index, target, target_from_data = encode_targets(
+            y, y_bounds, private=epsilon is not None, on_out_of_bounds=on_out_of_bounds)
+        y_index, classes, classes_from_data = y_index.astype(np.float32), (), False
+    else:
+        y_index, classes, classes_from_data = encode_labels(y, classes,
+                                                            private=epsilon is not None)
     if config.binary and len(classes) != 2:
         raise ValueError(f"Only binary classification is supported: {config.name} is a binary "
                          f"classifier; got {len(classes)} classes")
@@ -194,11 +205,37 @@ def prepare(
     if classes_from_data:
         ledger = ledger.record(LedgerEntry(what="class list read off the labels",
                                            mechanism="none", epsilon=0.0, private=False))
+    if target_from_data:
+        ledger = ledger.record(LedgerEntry(what="y_bounds read off the target",
+                                           mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = codes.shape[0]      # neighbours have the same size: it is public
     return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
                     SENSITIVITY[neighbouring],
-                    None if public_size is None else float(public_size), weights)
+                    None if public_size is None else float(public_size), weights, target)
+
+
+TASKS = ("classification", "regression")
+
+
+def check_task(task: str, config: Learner, classes: Any, y_bounds: Any) -> bool:
+    """Whether the request is a regression (``task="regression"``), refusing a learner that
+    fits classes only, declared ``classes`` with a real target and ``y_bounds`` without one."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if task == "classification":
+        if y_bounds is not None:
+            raise ValueError("y_bounds is the range of a regression target: pass "
+                             "task='regression' with it")
+        return False
+    if not config.regression:
+        takers = sorted(name for name, cls in LEARNERS.items() if cls.regression)
+        raise ValueError(f"task='regression' is not supported by {config.name} (learners that "
+                         f"fit a real target: {', '.join(takers)})")
+    if classes is not None:
+        raise ValueError("classes has no meaning for task='regression': declare the target's "
+                         "range with y_bounds=(lo, hi)")
+    return True
 
 
 def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,

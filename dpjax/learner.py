@@ -64,6 +64,9 @@ class FitContext(NamedTuple):
     """Static count of each feature's ordered codes (``FeatureSpec.n_ordered``: a numeric
     feature's equal-width bins, its first codes; 0 for categorical and constant features), or
     ``None`` (no feature is ordered); a learner may merge adjacent ordered codes."""
+    target: tuple[float, float] | None = None
+    """Static public range ``(lo, hi)`` of a regression target (``task="regression"``'s
+    ``y_bounds``; ``y`` is then float32, clipped into it), or ``None`` for classification."""
 
 
 def hyper(default: Any, check: Check) -> Any:
@@ -93,6 +96,9 @@ class Learner:
     binary: ClassVar[bool] = False
     """The learner fits two classes only (:func:`dpjax.fit` refuses other class lists before
     any work)."""
+    regression: ClassVar[bool] = False
+    """The learner also fits a real target (``task="regression"``: ``FitContext.target`` is
+    set, ``y`` is float32 and ``decision`` is the prediction in the target's units)."""
     default_bins: ClassVar[int] = 10
     """Equal-width bins per numeric feature when :func:`dpjax.fit`'s ``n_bins`` is not given."""
 
@@ -240,6 +246,15 @@ class Registration:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def regressor(self) -> str | None:
+        """The name of its scikit-learn regressor (the estimator's with ``Regressor`` for
+        ``Classifier``) where the learner fits a real target (:attr:`Learner.regression`),
+        else ``None``."""
+        if not self.config.regression:
+            return None
+        return self.estimator.removesuffix("Classifier") + "Regressor"
 
     @property
     def decision(self) -> Callable[..., jax.Array] | None:

@@ -97,7 +97,8 @@ def plot_importances(model: Any, *, ax: Any = None) -> Any:
 
 
 def plot_sweep(sweep: Any, X: Any, y: Any, *, ax: Any = None) -> Any:
-    """Accuracy of every model of ``sweep`` on ``(X, y)`` against ``ε``: the mean over seeds
+    """Accuracy (a regression sweep's R²) of every model of ``sweep`` on ``(X, y)`` against
+    ``ε``: the mean over seeds
     and one standard deviation, one line per setting of the other swept values."""
     accuracy = np.asarray(sweep.score(X, y))          # [grid, seeds]
     others = [name for name in sweep.grid[0] if name != "epsilon"]
@@ -115,8 +116,9 @@ def plot_sweep(sweep: Any, X: Any, y: Any, *, ax: Any = None) -> Any:
         ax.fill_between(eps, mean - sd, mean + sd, color=colour, alpha=0.2)
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
-    ax.set_ylabel(f"accuracy (mean ± sd over {accuracy.shape[1]} seeds)")
-    ax.set_title(f"{sweep.method}: accuracy against the privacy budget")
+    metric = "accuracy" if getattr(sweep, "target", None) is None else "R²"
+    ax.set_ylabel(f"{metric} (mean ± sd over {accuracy.shape[1]} seeds)")
+    ax.set_title(f"{sweep.method}: {metric} against the privacy budget")
     if others:
         ax.legend(fontsize=8)
     return ax

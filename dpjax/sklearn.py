@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 try:
-    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import check_is_fitted, column_or_1d
 except ImportError as error:  # pragma: no cover - exercised only without scikit-learn
@@ -110,7 +110,64 @@ def _undeclared_classes(y: np.ndarray) -> Any:
     return "data"
 
 
-class _DPClassifier(ClassifierMixin, BaseEstimator):
+class _DPEstimator(BaseEstimator):
+    """What the classifiers and regressors share: the check of ``X`` (module docstring),
+    ``predict``, ``describe`` and ``feature_importances_``."""
+
+    _CONFIG: type[Learner]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.missing != "error"
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    def _check_X(self, X: Any, *, reset: bool) -> Any:
+        finite = "allow-nan" if self.missing != "error" else True
+        if isinstance(X, pd.DataFrame) and any(is_categorical(t) for t in X.dtypes):
+            _validate_data(self, X, reset=reset, skip_check_array=True)
+            return X
+        checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite,
+                                 accept_sparse=True)
+        return X if isinstance(X, pd.DataFrame) else checked
+
+    def _fit_model(self, X: Any, y: Any, **data: Any) -> Model:
+        """:func:`dpjax.fit` with the estimator's parameters (``data``: what the task adds)."""
+        mine = self.get_params()
+        hyper = {name: mine[name] for name in self._CONFIG().hyperparams if name in mine}
+        model: Model = fit(
+            X, y, method=self._CONFIG.name, epsilon=self.epsilon, key=self.random_state,
+            bounds=self.bounds, n_bins=self.n_bins, missing=self.missing,
+            on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
+            public_size=self.public_size, delta=self.delta, accountant=self.accountant,
+            bounds_share=self.bounds_share, **data, **hyper)
+        self.model_ = model
+        self.privacy_ = model.privacy
+        return model
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        X = self._check_X(X, reset=False)
+        # a randomised prediction rule without a seed draws fresh entropy per call
+        key = self.random_state if self.random_state is not None else (
+            as_key(None) if self.model_.config.needs_predict_key else None)
+        return self.model_.predict(X, key=key)
+
+    def describe(self) -> str:
+        """The fitted model as readable text (:meth:`dpjax.Model.describe`)."""
+        check_is_fitted(self, "model_")
+        return self.model_.describe()
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Importance of each feature, read off the released model alone
+        (:meth:`dpjax.Model.feature_importances`)."""
+        check_is_fitted(self, "model_")
+        return self.model_.feature_importances()
+
+
+class _DPClassifier(ClassifierMixin, _DPEstimator):
     """Shared ``fit`` / ``predict`` of the estimators: each estimator class
     (:func:`_make_estimator`) names its learner config (whose fields give the
     hyper-parameters' defaults and names); the data arguments are common.
@@ -123,16 +180,11 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
     the public default of its type (see :func:`_undeclared_classes`).
     """
 
-    _CONFIG: type[Learner]
-
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = not self._CONFIG.binary
         # DP noise at epsilon = 1 on the checks' ~100-row datasets: accuracy is not the point
         tags.classifier_tags.poor_score = True
-        tags.input_tags.allow_nan = self.missing != "error"
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
         return tags
 
     def _more_tags(self) -> dict[str, Any]:  # pragma: no cover - scikit-learn < 1.6
@@ -141,15 +193,6 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
                 "allow_nan": self.missing != "error",
                 "non_deterministic": self.random_state is None,
                 "_xfail_checks": expected_failed_checks(self)}
-
-    def _check_X(self, X: Any, *, reset: bool) -> Any:
-        finite = "allow-nan" if self.missing != "error" else True
-        if isinstance(X, pd.DataFrame) and any(is_categorical(t) for t in X.dtypes):
-            _validate_data(self, X, reset=reset, skip_check_array=True)
-            return X
-        checked = _validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=finite,
-                                 accept_sparse=True)
-        return X if isinstance(X, pd.DataFrame) else checked
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> _DPClassifier:
         if "sample_weight" in fit_params:
@@ -170,42 +213,40 @@ class _DPClassifier(ClassifierMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         classes = self.classes if self.classes is not None else _undeclared_classes(y)
-        mine = self.get_params()
-        hyper = {name: mine[name] for name in self._CONFIG().hyperparams if name in mine}
-        model: Model = fit(
-            X, y, method=self._CONFIG.name, epsilon=self.epsilon, key=self.random_state,
-            bounds=self.bounds, classes=classes, n_bins=self.n_bins, missing=self.missing,
-            on_out_of_bounds=self.on_out_of_bounds, neighbouring=self.neighbouring,
-            public_size=self.public_size, delta=self.delta, accountant=self.accountant,
-            sample_weight=sample_weight, bounds_share=self.bounds_share, **hyper)
-        self.model_ = model
+        model = self._fit_model(X, y, classes=classes, sample_weight=sample_weight)
         self.classes_ = np.asarray(model.classes)
-        self.privacy_ = model.privacy
         return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        X = self._check_X(X, reset=False)
-        # a randomised prediction rule without a seed draws fresh entropy per call
-        key = self.random_state if self.random_state is not None else (
-            as_key(None) if self.model_.config.needs_predict_key else None)
-        return self.model_.predict(X, key=key)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(self._check_X(X, reset=False))
 
-    def describe(self) -> str:
-        """The fitted model as readable text (:meth:`dpjax.Model.describe`)."""
-        check_is_fitted(self, "model_")
-        return self.model_.describe()
 
-    @property
-    def feature_importances_(self) -> np.ndarray:
-        """Importance of each feature, read off the released model alone
-        (:meth:`dpjax.Model.feature_importances`)."""
-        check_is_fitted(self, "model_")
-        return self.model_.feature_importances()
+class _DPRegressor(RegressorMixin, _DPEstimator):
+    """The regressor of a learner that fits a real target (``task="regression"``):
+    ``y_bounds`` is the target's public range; ``None`` reads it off ``y`` (warned, recorded as
+    a non-private release in the ledger), as the classifiers do with undeclared classes.
+    ``score`` is the R² (scikit-learn's)."""
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def fit(self, X: Any, y: Any) -> _DPRegressor:
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")
+        X = self._check_X(X, reset=True)
+        y = column_or_1d(y, warn=True)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("Unknown label type: the regression target y must be numeric; "
+                             f"got dtype {y.dtype}") from None
+        self._fit_model(X, y, task="regression",
+                        y_bounds="data" if self.y_bounds is None else self.y_bounds)
+        return self
 
 
 class _WeightedFit:
@@ -232,10 +273,18 @@ DATA_PARAMETERS: tuple[tuple[str, Any], ...] = (
     ("on_out_of_bounds", "clip"), ("neighbouring", "add_remove"), ("public_size", None),
     ("delta", 0.0), ("random_state", None), ("accountant", None), ("bounds_share", 0.25))
 """The estimators' parameters besides ``epsilon`` and the learner's own: :func:`dpjax.fit`'s
-arguments (``random_state`` is its ``key``: ``None`` draws fresh OS entropy)."""
+arguments (``random_state`` is its ``key``: ``None`` draws fresh OS entropy); a regressor
+has ``y_bounds`` for ``classes``."""
 
 
-def _signature(config: type[Learner]) -> inspect.Signature:
+def _data_parameters(regressor: bool) -> tuple[tuple[str, Any], ...]:
+    if not regressor:
+        return DATA_PARAMETERS
+    return tuple(("y_bounds", None) if name == "classes" else (name, default)
+                 for name, default in DATA_PARAMETERS)
+
+
+def _signature(config: type[Learner], regressor: bool = False) -> inspect.Signature:
     """``__init__(self, epsilon=1.0, *, <the config's fields>, <DATA_PARAMETERS>)``."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
@@ -244,17 +293,18 @@ def _signature(config: type[Learner]) -> inspect.Signature:
     parameters += [inspect.Parameter(f.name, keyword, default=f.default)
                    for f in dataclasses.fields(config)]
     parameters += [inspect.Parameter(name, keyword, default=default)
-                   for name, default in DATA_PARAMETERS]
+                   for name, default in _data_parameters(regressor)]
     return inspect.Signature(parameters)
 
 
-def _make_estimator(entry: Registration) -> type[_DPClassifier]:
-    """The scikit-learn estimator class of a registered learner: its parameters are the config's
-    fields (with the config's defaults) and :func:`dpjax.fit`'s data arguments; ``fit`` takes
-    ``sample_weight`` when the learner does; ``decision_function`` exists when the learner has
-    a decision function."""
+def _make_estimator(entry: Registration, regressor: bool = False) -> type[_DPEstimator]:
+    """The scikit-learn estimator class of a registered learner (its regressor with
+    ``regressor``): its parameters are the config's fields (with the config's defaults) and
+    :func:`dpjax.fit`'s data arguments; a classifier's ``fit`` takes ``sample_weight`` when
+    the learner does, and ``decision_function`` exists when the learner has a decision
+    function."""
     config = entry.config
-    signature = _signature(config)
+    signature = _signature(config, regressor)
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         bound = signature.bind(self, *args, **kwargs)
@@ -269,21 +319,32 @@ def _make_estimator(entry: Registration) -> type[_DPClassifier]:
            ":func:`dpjax.fit` (``random_state`` is its ``key``: ``None`` draws fresh OS "
            "entropy).\n\nAttributes (after ``fit``): ``model_`` (:class:`dpjax.Model`), "
            "``classes_``, ``n_features_in_``, ``privacy_`` (the privacy ledger).")
-    bases = ((_WeightedFit,) if config.takes_weights else ()) + (
-        (_Decision,) if entry.decision is not None else ()) + (_DPClassifier,)
+    if regressor:
+        doc = doc.replace("``classes_``, ", "").replace(
+            f"``method={config.name!r}``", f"``method={config.name!r}, task='regression'``")
+        bases: tuple[type, ...] = (_DPRegressor,)
+        name = entry.regressor
+    else:
+        bases = ((_WeightedFit,) if config.takes_weights else ()) + (
+            (_Decision,) if entry.decision is not None else ()) + (_DPClassifier,)
+        name = entry.estimator
     namespace = {"__init__": __init__, "__doc__": doc, "__module__": __name__,
-                 "__qualname__": entry.estimator, "_CONFIG": config}
-    return type(entry.estimator, bases, namespace)
+                 "__qualname__": name, "_CONFIG": config}
+    return type(name, bases, namespace)
 
 
-def estimator_class(method: str | Learner) -> type[_DPClassifier]:
+def estimator_class(method: str | Learner, regressor: bool = False) -> type[_DPEstimator]:
     """The scikit-learn estimator class of a registered learner (by ``method=`` name or
-    config), made from its registration once and kept as an attribute of this module (so that
-    its instances pickle)."""
+    config; its regressor with ``regressor``, where it fits a real target), made from its
+    registration once and kept as an attribute of this module (so that its instances
+    pickle)."""
     entry = registration(method)
-    cls = globals().get(entry.estimator)
+    name = entry.regressor if regressor else entry.estimator
+    if name is None:
+        raise ValueError(f"{entry.name} fits classes only: it has no regressor")
+    cls = globals().get(name)
     if getattr(cls, "_CONFIG", None) is not entry.config:
-        cls = globals()[entry.estimator] = _make_estimator(entry)
+        cls = globals()[name] = _make_estimator(entry, regressor)
     return cls
 
 
@@ -292,15 +353,18 @@ from dpjax.sklearn_preprocessing import DPMinMaxScaler, DPOneHotEncoder  # noqa:
 
 def __getattr__(name: str) -> Any:
     for entry in registrations():
-        if entry.estimator == name:
-            return estimator_class(entry.name)
+        if name in (entry.estimator, entry.regressor):
+            return estimator_class(entry.name, regressor=name == entry.regressor)
     raise AttributeError(f"module 'dpjax.sklearn' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(entry.estimator for entry in registrations())})
+    return sorted({*globals(), *(entry.estimator for entry in registrations()),
+                   *(entry.regressor for entry in registrations() if entry.regressor)})
 
 
 for _entry in registrations():
     estimator_class(_entry.name)
+    if _entry.regressor:
+        estimator_class(_entry.name, regressor=True)
 del _entry

@@ -8,7 +8,7 @@ from dpjax.data.binning import (
     encode,
     make_feature_spec,
 )
-from dpjax.data.labels import encode_labels, infer_classes
+from dpjax.data.labels import encode_labels, encode_targets, infer_classes
 from dpjax.data.registry import (
     DATASETS,
     EMBEDDED,
@@ -29,6 +29,7 @@ __all__ = [
     "dataset_path",
     "encode",
     "encode_labels",
+    "encode_targets",
     "infer_classes",
     "list_datasets",
     "load_dataset",

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpjax.data.binning import DataDependentWarning, category_index
+from dpjax.data.binning import DataDependentWarning, OutOfBoundsWarning, category_index
 
 DEFAULT_NUMERIC_CLASSES = (0, 1)
 
@@ -112,3 +112,56 @@ def encode_labels(
         raise ValueError(f"y has {int((index < 0).sum())} label(s) outside the {source} "
                          f"classes {list(classes)}{hint}")
     return index.astype(np.int32), classes, from_data
+
+
+def encode_targets(y: Any, y_bounds: Any, private: bool = True,
+                   on_out_of_bounds: str = "clip") -> tuple[np.ndarray, tuple[float, float], bool]:
+    """Validate a regression target and clip it into its public range.
+
+    ``y_bounds`` is the declared ``(lo, hi)`` (finite, ``lo < hi``), or ``"data"`` / ``None``
+    without DP: the target's own minimum and maximum (under DP ``None`` is an error and
+    ``"data"`` is warned and marked not private, like bounds read off the data). Values
+    outside the range are clipped into it with an :class:`~dpjax.data.OutOfBoundsWarning`
+    (``on_out_of_bounds="clip"``) or refused (``"error"``, opt-in: not private); neither
+    message prints a value.
+
+    Returns ``(y float64 [m], (lo, hi), bounds_from_data)``. Raises ``ValueError`` for a
+    non-1-D, empty, non-numeric or non-finite ``y`` and for invalid ``y_bounds``.
+    """
+    values = _as_1d(y)
+    if len(values) == 0:
+        raise ValueError("y is empty")
+    if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
+        raise ValueError("a regression target y must be numeric")
+    values = values.astype(np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError(f"y has {int((~np.isfinite(values)).sum())} missing or infinite "
+                         "target value(s)")
+    from_data = False
+    if y_bounds is None and private:
+        raise ValueError("y_bounds=(lo, hi) is required for a private regression fit: the "
+                         "target's public range sets the noise (or y_bounds='data', which is "
+                         "not private)")
+    if y_bounds is None or (isinstance(y_bounds, str) and y_bounds == "data"):
+        lo, hi = float(values.min()), float(values.max())
+        hi = hi if hi > lo else lo + 1.0
+        from_data = private
+        if from_data:
+            warnings.warn("y_bounds were read off the training target, which is not "
+                          "differentially private; pass y_bounds=(lo, hi) to declare them.",
+                          DataDependentWarning, stacklevel=3)
+    else:
+        try:
+            lo, hi = (float(b) for b in y_bounds)
+        except (TypeError, ValueError):
+            raise ValueError(f"y_bounds must be a (lo, hi) pair of numbers, 'data' or None; "
+                             f"got {y_bounds!r}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"y_bounds must be finite with lo < hi; got {y_bounds!r}")
+    if ((values < lo) | (values > hi)).any():
+        if on_out_of_bounds == "error":
+            raise ValueError("y has target values outside y_bounds; widen them, or pass "
+                             "on_out_of_bounds='clip' to clip")
+        warnings.warn("y has target values outside y_bounds; they are clipped into it",
+                      OutOfBoundsWarning, stacklevel=3)
+    return np.clip(values, lo, hi), (lo, hi), from_data

@@ -16,6 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from dpjax.data import DataDependentWarning
 from dpjax.sklearn import (
     DPBoostedTreesClassifier,
+    DPBoostedTreesRegressor,
     DPMalphaBoostedClassifier,
     DPRandomForestExponentialClassifier,
     DPRandomForestLaplaceClassifier,
@@ -45,10 +46,14 @@ if not SKLEARN_1_6:
                 "the peers extra pins < 1.6 for diffprivlib)", allow_module_level=True)
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+REGRESSORS = [DPBoostedTreesRegressor(n_trees=3, depth=2, bounds=BOUNDS, random_state=0)]
+
+
+@parametrize_with_checks(ESTIMATORS + REGRESSORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
-        # the checks' labels are not declared: read off y, warned and recorded as non-private
+        # the checks' labels (targets' ranges) are not declared: read off y, warned and
+        # recorded as non-private
         warnings.simplefilter("ignore", DataDependentWarning)
         check(estimator)
 
