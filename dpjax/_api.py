@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax import _model, _preparation
-from dpjax._keys import as_key, seed_list
+from dpjax._keys import as_key, seed_keys, seed_list
 from dpjax._model import Model, Sweep, Timings
 from dpjax._preparation import (
     check_budgets,
@@ -258,7 +258,7 @@ def sweep(
                                  by_map=prepared.config.sweep_by_map), keys)
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
-    keys = jnp.stack([as_key(seed) for seed in seeds])
+    keys = seed_keys(seeds)
     encoded = [prepared.traced_values(config) for config in configs]
     points = {n: jnp.stack([e[n] for e in encoded]) for n in traced_names}
     points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
@@ -267,9 +267,7 @@ def sweep(
     (fitted, costs), run_s = run_timed(compiled, *args)
     # each seed's model has its own ledger (its releases may differ: a schedule read off a
     # released size); the grid point reports the seed that spent the most
-    every = [[ledger_of(prepared, g["epsilon"], jax.tree.map(lambda a, i=i, j=j: a[i, j], costs),
-                        config) for j in range(len(seeds))]
-             for i, (g, config) in enumerate(zip(grid, configs, strict=True))]
+    every = seed_ledgers(prepared, grid, configs, costs, len(seeds))
     if accountant is not None:
         for point, row in zip(grid, every, strict=True):
             for seed, ledger in zip(seeds, row, strict=True):
@@ -277,6 +275,27 @@ def sweep(
     ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
                  Timings(compile_s, run_s), prepared.target)
+
+
+def seed_ledgers(prepared: Any, grid: Sequence[dict[str, Any]], configs: Sequence[Learner],
+                 costs: Any, n_seeds: int) -> list[list[Any]]:
+    """Every model's ledger ``[grid][seeds]`` from the sweep's stacked costs (leaves
+    ``[grid, seeds, ...]``): one transfer to the host, and one ledger per grid point and
+    *distinct* row of costs (seeds whose releases cost the same share it), so that host time
+    grows with the distinct costs, not with the number of models."""
+    host = jax.device_get(costs)
+    leaves = jax.tree.leaves(host)
+    flat = np.concatenate([np.asarray(leaf, np.float64).reshape(len(grid), n_seeds, -1)
+                           for leaf in leaves], axis=-1) if leaves else np.zeros(
+        (len(grid), n_seeds, 0))
+    every = []
+    for i, (point, config) in enumerate(zip(grid, configs, strict=True)):
+        _, first, inverse = np.unique(flat[i], axis=0, return_index=True, return_inverse=True)
+        distinct = [ledger_of(prepared, point["epsilon"],
+                              jax.tree.map(lambda a, i=i, j=j: a[i, j], host), config)
+                    for j in first]
+        every.append([distinct[k] for k in np.asarray(inverse).reshape(-1)])
+    return every
 
 
 def clear_caches() -> None:

@@ -19,21 +19,32 @@ def as_key(key: int | jax.Array | None) -> jax.Array:
     experiments; all 64 bits are kept (``jax.random.key`` keeps only the low 32 bits of an int
     when 64-bit mode is off, so two seeds could silently give the same key).
     """
-    if key is None:
-        key = secrets.randbits(64)
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        seed = int(key)
-        if not 0 <= seed < 2**64:
-            raise ValueError(f"key must be an int seed in [0, 2**64), a jax.random key or None; "
-                             f"got {key!r}")
-        words = np.asarray([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
-        return jax.random.wrap_key_data(jnp.asarray(words))
+    if key is None or (isinstance(key, (int, np.integer)) and not isinstance(key, bool)):
+        return jax.random.wrap_key_data(jnp.asarray(seed_words(key)))
     if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return key
     array = np.asarray(key)
     if array.dtype == np.uint32 and array.shape == (2,):
         return jax.random.wrap_key_data(jnp.asarray(array))
     raise ValueError(f"key must be an int seed, a jax.random key or None, got {key!r}")
+
+
+def seed_words(seed: int | np.integer | None) -> np.ndarray:
+    """The threefry key data ``uint32[2]`` of an int seed in ``[0, 2**64)`` (all 64 bits), or
+    of 64 bits of OS entropy for ``None`` (:func:`as_key`)."""
+    if seed is None:
+        seed = secrets.randbits(64)
+    seed = int(seed)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"key must be an int seed in [0, 2**64), a jax.random key or None; "
+                         f"got {seed!r}")
+    return np.asarray([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
+
+
+def seed_keys(seeds: Sequence[int | None]) -> jax.Array:
+    """The keys ``[len(seeds)]`` of :func:`as_key` for every seed, built on the host and
+    wrapped in one call (stacking one key per seed would compile a program per seed count)."""
+    return jax.random.wrap_key_data(jnp.asarray(np.stack([seed_words(s) for s in seeds])))
 
 
 def grid_keys(key: jax.Array, n_points: int) -> tuple[jax.Array, jax.Array]:
