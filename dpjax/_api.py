@@ -198,6 +198,7 @@ def sweep(
     accountant: BudgetAccountant | None = None,
     task: str = "classification",
     y_bounds: Any = None,
+    parallel: str = "auto",
     **params: Any,
 ) -> Sweep:
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
@@ -219,6 +220,13 @@ def sweep(
     only: anyone who knows a seed can recompute the noise, which voids the guarantee. With an
     ``accountant`` every model of the sweep (grid point x seed) spends from it. Other
     arguments as :func:`fit`.
+
+    ``parallel`` says how the models run: ``"vmap"`` (every grid point and seed in one
+    vectorised program: a branch taken by some models runs for all, masked), ``"map"`` (one
+    model after another) or ``"auto"`` (:func:`sweep_plan`: vectorised on an accelerator; on
+    CPU seeds one after another and grid points vectorised, except for learners that branch
+    per point, :attr:`~dpjax.learners.Learner.sweep_by_map`). Every choice gives the same
+    models bit for bit; only time and memory differ.
     """
     if wants_private_bounds(bounds):
         raise ValueError("bounds='private' is dpjax.fit's: a sweep's models share one binning, "
@@ -236,13 +244,16 @@ def sweep(
     configs = tuple(get_learner(method, {**params, **{n: point[n] for n in traced}})
                     for point in grid)
     seeds = seed_list(seeds)
+    seeds_by_map, grid_by_map = sweep_plan(parallel, get_learner(method, params))
+    batch = len(grid) * (1 if seeds_by_map else len(seeds))
     if accountant is not None:
         accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds),
                          neighbouring=neighbouring)
     prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
-                       params=params, public_size=public_size, delta=delta, batch=len(grid),
+                       params=params, public_size=public_size, delta=delta,
+                       batch=1 if grid_by_map and seeds_by_map else batch,
                        task=task, y_bounds=y_bounds)
     fn, cache_key = prepared.fit_fn(private=private)
 
@@ -253,9 +264,10 @@ def sweep(
     # cached by shape and reused for other data of the same shape.
     def batched(keys: jax.Array, codes: jax.Array, y: jax.Array,
                 points: dict[str, jax.Array], size: jax.Array) -> Any:
-        per_seed = jax.lax.map(
-            lambda key: fit_grid(fn, traced_names, key, codes, y, points, size,
-                                 by_map=prepared.config.sweep_by_map), keys)
+        def one_seed(key: jax.Array) -> Any:
+            return fit_grid(fn, traced_names, key, codes, y, points, size, by_map=grid_by_map)
+
+        per_seed = jax.lax.map(one_seed, keys) if seeds_by_map else jax.vmap(one_seed)(keys)
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
 
     keys = seed_keys(seeds)
@@ -263,7 +275,8 @@ def sweep(
     points = {n: jnp.stack([e[n] for e in encoded]) for n in traced_names}
     points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
     args = (keys, prepared.codes, prepared.y, points, prepared.size_value())
-    compiled, compile_s = compile_cached(batched, ("sweep", cache_key, names), *args)
+    compiled, compile_s = compile_cached(batched, ("sweep", cache_key, names, seeds_by_map,
+                                                   grid_by_map), *args)
     (fitted, costs), run_s = run_timed(compiled, *args)
     # each seed's model has its own ledger (its releases may differ: a schedule read off a
     # released size); the grid point reports the seed that spent the most
@@ -275,6 +288,25 @@ def sweep(
     ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
     return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
                  Timings(compile_s, run_s), prepared.target)
+
+
+PARALLEL = ("auto", "vmap", "map")
+
+
+def sweep_plan(parallel: str, config: Learner) -> tuple[bool, bool]:
+    """``(seeds_by_map, grid_by_map)`` of a sweep (``parallel``: :func:`sweep`): ``"vmap"``
+    vectorises both, ``"map"`` maps both; ``"auto"`` vectorises both on an accelerator (its
+    parallel lanes would idle otherwise) and on CPU maps the seeds and vectorises the grid
+    unless the learner branches per point (:attr:`Learner.sweep_by_map`: a vectorised branch
+    runs every side for every model), which measured faster on a 2-core CPU
+    (``benchmarks/results``)."""
+    if parallel not in PARALLEL:
+        raise ValueError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
+    if parallel == "auto":
+        if jax.default_backend() != "cpu":
+            return False, False
+        return True, config.sweep_by_map
+    return (parallel == "map",) * 2
 
 
 def seed_ledgers(prepared: Any, grid: Sequence[dict[str, Any]], configs: Sequence[Learner],

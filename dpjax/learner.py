@@ -86,9 +86,11 @@ class Learner:
 
     name: ClassVar[str]
     sweep_by_map: ClassVar[bool] = False
-    """``dpjax.sweep`` fits the grid points one after the other (``lax.map``) instead of
-    vmapping them: for learners whose work per point is branches on traced values (a vmapped
-    ``lax.cond`` runs every branch for every point) and shares nothing along the grid."""
+    """On CPU, ``dpjax.sweep`` (``parallel="auto"``) fits the grid points one after the other
+    (``lax.map``) instead of vmapping them: for learners whose work per point is branches on
+    traced values (a vmapped ``lax.cond`` runs every branch for every point), or that measured
+    faster mapped (:func:`dpjax._api.sweep_plan`). On an accelerator every sweep is
+    vectorised."""
 
     takes_weights: ClassVar[bool] = False
     """The learner takes record weights in ``[0, 1]`` (``sample_weight``) at unchanged
