@@ -20,8 +20,15 @@ import numpy as np
 
 from dpjax import compilation_cache
 from dpjax._keys import grid_keys
-from dpjax.data import FeatureSpec, encode, encode_labels, encode_targets, make_feature_spec
-from dpjax.data.binning import as_table
+from dpjax.data import (
+    FeatureSpec,
+    encode,
+    encode_labels,
+    encode_targets,
+    make_feature_spec,
+    target_units,
+)
+from dpjax.data.binning import as_table, check_on_out_of_bounds
 from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
 from dpjax.privacy import (
     SENSITIVITY,
@@ -171,10 +178,10 @@ def prepare(
     table = as_table(X)
     regression = check_task(task, config, classes, y_bounds)
     target, target_from_data = None, False
-    if regression:
-        y_index, target, target_from_data = encode_targets(
-            y, y_bounds, private=epsilon is not None, on_out_of_bounds=on_out_of_bounds)
-        y_index, classes, classes_from_data = y_index.astype(np.float32), (), False
+    if regression:      # the public checks first: the targets' clipping warns on the data
+        check_on_out_of_bounds(on_out_of_bounds)
+        config.check_regression(epsilon is not None)
+        y_index, classes, classes_from_data = np.zeros(len(y), np.float32), (), False
     else:
         y_index, classes, classes_from_data = encode_labels(y, classes,
                                                             private=epsilon is not None)
@@ -191,6 +198,10 @@ def prepare(
     check_limits(config, table.shape, int(spec.max_codes), len(classes), batch,
                  private=epsilon is not None, weighted=weights is not None)
     config.check_request(epsilon is not None, delta)
+    if regression:
+        clipped, target, target_from_data = encode_targets(
+            y, y_bounds, private=epsilon is not None, on_out_of_bounds=on_out_of_bounds)
+        y_index = target_units(clipped, target)
     if public_size == table.shape[0] and neighbouring == "add_remove" and epsilon is not None:
         warnings.warn("public_size equals the number of rows: under add/remove the row count "
                       "is private, and declaring it publishes it with no ledger entry; declare "

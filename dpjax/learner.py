@@ -115,6 +115,10 @@ class Learner:
     def validate(self) -> None:
         """Rules between fields (raise ``ValueError``); the fields' own checks ran already."""
 
+    def check_regression(self, private: bool) -> None:
+        """Refuse (``ValueError``) a configuration whose regression (``task="regression"``)
+        the learner does not serve, before the target is read."""
+
     @classmethod
     def traced_names(cls) -> tuple[str, ...]:
         """The traced hyper-parameters, in field order."""
@@ -339,6 +343,19 @@ def choice(*options: Any) -> Check:
         if value not in options:
             raise ValueError(f"{name} must be one of {options}, got {value!r}")
         return value
+    return check
+
+
+def between(low: float, high: float) -> Check:
+    """A number in ``[low, high]``."""
+    def check(name: str, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if isinstance(value, bool) or not low <= number <= high:
+            raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
+        return number
     return check
 
 

@@ -224,9 +224,10 @@ class _DPClassifier(ClassifierMixin, _DPEstimator):
 
 class _DPRegressor(RegressorMixin, _DPEstimator):
     """The regressor of a learner that fits a real target (``task="regression"``):
-    ``y_bounds`` is the target's public range; ``None`` reads it off ``y`` (warned, recorded as
-    a non-private release in the ledger), as the classifiers do with undeclared classes.
-    ``score`` is the R² (scikit-learn's)."""
+    ``y_bounds`` is the target's public range. Declare it: the default ``None`` reads it off
+    ``y`` (as :func:`dpjax.fit`'s ``y_bounds="data"``: warned, and the model's ledger marks it
+    **not private**), as the classifiers do with undeclared classes, so that the estimator
+    works in scikit-learn's generic tools. ``score`` is the R² (scikit-learn's)."""
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

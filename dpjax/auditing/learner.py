@@ -22,7 +22,7 @@ import pandas as pd
 
 from dpjax._preparation import check_budgets, fit_grid, prepare
 from dpjax.auditing.audit import AuditReport, audit_release
-from dpjax.data import as_frame, encode, encode_labels
+from dpjax.data import as_frame, encode, encode_labels, encode_targets, target_units
 from dpjax.data.binning import FeatureSpec
 from dpjax.privacy import check_neighbouring
 
@@ -79,6 +79,8 @@ def audit(
     key: int = 0,
     confidence: float = 0.95,
     progress: bool | None = None,
+    task: str = "classification",
+    y_bounds: Any = None,
     **params: Any,
 ) -> AuditReport:
     """Audit ``dpjax.fit(X, y, method=method, epsilon=epsilon, ...)`` against its claim.
@@ -91,6 +93,8 @@ def audit(
         :func:`dpjax.sweep` over them and the claim is their sum.
       delta: the ``δ`` asked for (and claimed): learners that spend it (zCDP) size their noise
         for ``(ε, δ)``.
+      task, y_bounds: as :func:`dpjax.fit`; a regression's outlier record has the target
+        ``y_bounds[1]`` (``"upper"``) or ``y_bounds[0]`` (``"lower"``).
       record: the neighbour's extra record: ``"upper"`` / ``"lower"`` (the outlier at that
         corner of the domain, with the last class) or a ``(row, label)`` pair, ``row`` a
         one-row DataFrame or a sequence of feature values.
@@ -108,10 +112,13 @@ def audit(
                             classes=classes, n_bins=n_bins, missing=missing,
                             on_out_of_bounds="clip", neighbouring=neighbouring,
                             params=params, public_size=public_size, delta=delta,
-                            batch=chunk * len(budgets))
+                            batch=chunk * len(budgets), task=task, y_bounds=y_bounds)
+    regression = prepared.target is not None
     if X_prime is None:
         if isinstance(record, str):
-            row, label = outlier(prepared.spec, prepared.classes, record), prepared.classes[-1]
+            row = outlier(prepared.spec, prepared.classes, record)
+            label = (prepared.target[record == "upper"] if regression
+                     else prepared.classes[-1])
         else:
             row, label = record
             if not isinstance(row, pd.DataFrame):
@@ -120,8 +127,10 @@ def audit(
     elif y_prime is None:
         raise ValueError("X_prime needs y_prime")
     data = (prepared.codes, prepared.y)
+    labels_prime = (target_units(encode_targets(y_prime, prepared.target)[0], prepared.target)
+                    if regression else encode_labels(y_prime, prepared.classes)[0])
     data_prime = (jnp.asarray(encode(prepared.spec, X_prime, on_out_of_bounds="clip")),
-                  jnp.asarray(encode_labels(y_prime, prepared.classes)[0]))
+                  jnp.asarray(labels_prime))
     fn, _ = prepared.fit_fn(private=True)
     traced = prepared.traced_values()
     size = prepared.size_value()

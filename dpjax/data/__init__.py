@@ -8,7 +8,7 @@ from dpjax.data.binning import (
     encode,
     make_feature_spec,
 )
-from dpjax.data.labels import encode_labels, encode_targets, infer_classes
+from dpjax.data.labels import encode_labels, encode_targets, infer_classes, target_units
 from dpjax.data.registry import (
     DATASETS,
     EMBEDDED,
@@ -30,6 +30,7 @@ __all__ = [
     "encode",
     "encode_labels",
     "encode_targets",
+    "target_units",
     "infer_classes",
     "list_datasets",
     "load_dataset",

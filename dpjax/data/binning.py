@@ -364,6 +364,13 @@ def category_index(values: Any, categories: Sequence[Any]) -> np.ndarray:
     return index.get_indexer(pd.Index(np.asarray(values, dtype=object))).astype(np.int64)
 
 
+def check_on_out_of_bounds(on_out_of_bounds: str) -> None:
+    """Refuse an ``on_out_of_bounds`` other than ``"clip"`` or ``"error"``."""
+    if on_out_of_bounds not in OUT_OF_BOUNDS:
+        raise ValueError(f"on_out_of_bounds must be one of {OUT_OF_BOUNDS}, "
+                         f"got {on_out_of_bounds!r}")
+
+
 def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "clip") -> np.ndarray:
     """Codes ``uint8 [n_samples, n_features]`` of ``X`` under the public ``spec``.
 
@@ -375,9 +382,7 @@ def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "clip") -> np.n
     Errors and warnings come column by column, in column order. Numeric features are binned
     all at once (:func:`_bin_numeric`).
     """
-    if on_out_of_bounds not in OUT_OF_BOUNDS:
-        raise ValueError(f"on_out_of_bounds must be one of {OUT_OF_BOUNDS}, "
-                         f"got {on_out_of_bounds!r}")
+    check_on_out_of_bounds(on_out_of_bounds)
     table = _aligned(spec, X)
     missing_codes = [int(v) if m else None
                      for v, m in zip(spec.n_values, spec.missing, strict=True)]

@@ -114,6 +114,21 @@ def encode_labels(
     return index.astype(np.int32), classes, from_data
 
 
+MAX_TARGET = 1e30
+"""A regression target's declared range must lie within ``±MAX_TARGET`` (its predictions are
+float32)."""
+RESOLUTION = 1e-4
+"""... and span at least this fraction of its magnitude (float32 resolves it)."""
+
+
+def target_units(y: np.ndarray, y_bounds: tuple[float, float]) -> np.ndarray:
+    """``z = (y − centre)/half`` in ``[−1, 1]`` (float32, computed in float64): a regression
+    target in units of half its declared range, the scale the booster works in."""
+    lo, hi = y_bounds
+    z = (np.asarray(y, np.float64) - 0.5 * (lo + hi)) / (0.5 * (hi - lo))
+    return np.clip(z, -1.0, 1.0).astype(np.float32)
+
+
 def encode_targets(y: Any, y_bounds: Any, private: bool = True,
                    on_out_of_bounds: str = "clip") -> tuple[np.ndarray, tuple[float, float], bool]:
     """Validate a regression target and clip it into its public range.
@@ -131,8 +146,9 @@ def encode_targets(y: Any, y_bounds: Any, private: bool = True,
     values = _as_1d(y)
     if len(values) == 0:
         raise ValueError("y is empty")
-    if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
-        raise ValueError("a regression target y must be numeric")
+    if (values.dtype == bool or not np.issubdtype(values.dtype, np.number)
+            or np.iscomplexobj(values)):
+        raise ValueError("a regression target y must be real numbers")
     values = values.astype(np.float64)
     if not np.isfinite(values).all():
         raise ValueError(f"y has {int((~np.isfinite(values)).sum())} missing or infinite "
@@ -158,6 +174,10 @@ def encode_targets(y: Any, y_bounds: Any, private: bool = True,
                              f"got {y_bounds!r}") from None
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"y_bounds must be finite with lo < hi; got {y_bounds!r}")
+        if max(abs(lo), abs(hi)) > MAX_TARGET or (hi - lo) < RESOLUTION * max(abs(lo), abs(hi)):
+            raise ValueError(f"y_bounds must lie within ±{MAX_TARGET:g} and span at least "
+                             f"{RESOLUTION:g} of their magnitude (float32 predictions); got "
+                             f"{y_bounds!r}: rescale the target")
     if ((values < lo) | (values > hi)).any():
         if on_out_of_bounds == "error":
             raise ValueError("y has target values outside y_bounds; widen them, or pass "

@@ -49,7 +49,7 @@ e.g. Maddock et al. 2022, for the ingredients):
    noise moves little, and the sum of ``R`` rounds' noisy moves stays below the prior's margin.
 
 **Regression** (``task="regression"``, ``context.target = (lo, hi)`` public): the target is
-clipped into the range and scaled to ``z ∈ [−1, 1]`` (:func:`normalised_target`); the prior
+clipped into the range and scaled to ``z ∈ [−1, 1]`` (:func:`dpjax.data.target_units`); the prior
 releases the row count and ``Σ z`` at once (L1 sensitivity 2 rows, :func:`release_moments`)
 and starts from their ratio, the noisy mean (:func:`mean_prior`); each round releases the
 cells' sums of the squared loss's residuals clipped to ``±c`` and divided by ``c`` and of
@@ -148,6 +148,8 @@ GRAD_BITS = fixed_point.BITS
 of ``2**−GRAD_BITS``: exact (the sensitivity holds for the computed sums) up to
 :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows."""
 GRAD_UNIT = fixed_point.UNIT
+RESIDUAL_CLIP_FLOOR = 2.0**-10
+"""The least ``residual_clip``: a smaller one would flush the divided residuals to zero."""
 HESSIAN_WEIGHT = 0.5
 """Regression rounds release each record's hessian (1 for the squared loss) as this weight, so
 that the gradient sums, whose noise matters most, take ``1/(1 + w)`` of a round's L1
@@ -312,30 +314,25 @@ def residual_stats(score: jax.Array, target: jax.Array, clip: ArrayLike,
                    private: bool) -> jax.Array:
     """Per-record ``(g, h)`` of the squared loss ``(F − z)²/2`` (regression) at ``score [m]``,
     ``[m, 2]``: the residual clipped to ``±c`` (the Huber loss of threshold ``c =
-    residual_clip``, in units of the target's half-range) and divided by ``c``, so that
-    ``|g| <= 1``, and ``h = 1``. The Newton move of a cell is then ``c`` times
-    :func:`newton_moves` of these sums. Int32 ``floor(·2**GRAD_BITS)`` under DP (``h`` exactly
-    ``2**GRAD_BITS``), float32 otherwise."""
-    clip = jnp.asarray(clip, jnp.float32)
+    residual_clip``, at least :data:`RESIDUAL_CLIP_FLOOR`, in units of the target's
+    half-range) and divided by ``c``, so that ``|g| <= 1`` (a non-finite value counts 0), and
+    the hessian 1 weighted by :data:`HESSIAN_WEIGHT`. The Newton move of a cell is then ``c``
+    times :func:`newton_moves` of these sums with the hessian sums divided by the weight.
+    Int32 ``floor(·2**GRAD_BITS)`` under DP (``h`` exactly ``w·2**GRAD_BITS`` units), float32
+    otherwise."""
+    clip = jnp.maximum(jnp.asarray(clip, jnp.float32), RESIDUAL_CLIP_FLOOR)
     gradient = jnp.clip(score - target, -clip, clip) / clip
+    gradient = jnp.where(jnp.isfinite(gradient), jnp.clip(gradient, -1.0, 1.0), 0.0)
     stats = jnp.stack([gradient, jnp.full_like(gradient, HESSIAN_WEIGHT)], axis=-1)
     if private:
         return fixed_point.to_units(stats)
     return stats
 
 
-def normalised_target(y: jax.Array, target: tuple[float, float]) -> jax.Array:
-    """``z = (y − centre)/half`` in ``[−1, 1]``: the regression target in units of half the
-    declared range ``target = (lo, hi)`` (``y`` is clipped into it before the fit)."""
-    lo, hi = target
-    return jnp.clip((jnp.asarray(y, jnp.float32) - 0.5 * (lo + hi)) / (0.5 * (hi - lo)),
-                    -1.0, 1.0)
-
-
 def in_target_units(model: NewtonBoostedModel, target: tuple[float, float]
                     ) -> NewtonBoostedModel:
-    """A regression model fitted on :func:`normalised_target` with its moves and prior read back
-    in the target's units (post-processing): ``F_y = centre + half·F_z``."""
+    """A regression model fitted on :func:`dpjax.data.target_units` with its moves and prior
+    read back in the target's units (post-processing): ``F_y = centre + half·F_z``."""
     lo, hi = target
     half, centre = 0.5 * (hi - lo), 0.5 * (lo + hi)
     return NewtonBoostedModel(
@@ -346,13 +343,16 @@ def in_target_units(model: NewtonBoostedModel, target: tuple[float, float]
 def release_moments(key: jax.Array, z: jax.Array, epsilon: jax.Array | None,
                     sensitivity: float) -> tuple[jax.Array, Cost | None]:
     """The regression prior's release: the row count and the target's sum ``(m, Σ z_i)``
-    (int32 units of ``2**−GRAD_BITS``; a record moves them by ``2**GRAD_BITS`` and at most
-    ``2**GRAD_BITS`` as ``|z| <= 1``: L1 sensitivity 2 rows, times ``sensitivity``) with exact
-    discrete Laplace noise, as float32 rows; exact without DP."""
+    (int32 units of ``2**−GRAD_BITS``) with exact discrete Laplace noise, as float32 rows;
+    exact without DP. L1 sensitivity 2 rows under either relation: adding or removing a
+    record moves the count by ``2**GRAD_BITS`` units and the sum by at most that (``|z| <=
+    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``
+    (``sensitivity``, the relation's multiplier, is read for the signature only)."""
+    del sensitivity
     units = jnp.stack([jnp.int32(z.shape[0]) * GRAD_UNIT, fixed_point.to_units(z).sum()])
     if epsilon is None:
         return units.astype(jnp.float32) / GRAD_UNIT, None
-    noisy, cost = release_class_counts(key, units, epsilon, 2.0 * sensitivity, GRAD_UNIT)
+    noisy, cost = release_class_counts(key, units, epsilon, 2.0, GRAD_UNIT)
     return noisy.astype(jnp.float32), cost
 
 
@@ -460,9 +460,10 @@ def pooled_prior(releases: list[tuple[jax.Array, ArrayLike]]) -> tuple[jax.Array
 
 
 def loss_spread(n_classes: int) -> float:
-    """The most ``Σ_k |g_k| + Σ_k h_k`` of one record's ``(g, h)`` (in rows): 2 for the clipped
-    squared loss of regression (``n_classes = 1``, one output: ``|g| <= 1`` and ``h = 1``,
-    :func:`residual_stats`), 1 for the logistic loss (``|p − y| + p(1 − p) <= 1``),
+    """The most ``Σ_k |g_k| + Σ_k h_k`` of one record's ``(g, h)`` (in rows): ``1 + w`` for the
+    clipped squared loss of regression (``n_classes = 1``, one output: ``|g| <= 1`` and the
+    weighted hessian ``w`` = :data:`HESSIAN_WEIGHT`, :func:`residual_stats`), 1 for the
+    logistic loss (``|p − y| + p(1 − p) <= 1``),
     ``3 − 1/(K − 1)`` for the softmax loss over ``K > 2`` classes: ``Σ|p_k − y_k| = 2(1 − p_y)``
     and ``Σ p_k(1 − p_k) = 1 − Σ p_k²``, largest at ``p_y = 0`` with the rest spread evenly
     over the other ``K − 1`` classes."""
@@ -474,7 +475,7 @@ def loss_spread(n_classes: int) -> float:
 def round_units(sensitivity: float, n_classes: int = 2) -> int:
     """A round's L1 sensitivity in fixed-point units: ``sensitivity`` times the spread
     (:func:`loss_spread`) of ``2**GRAD_BITS``-unit statistics, rounded up, plus one unit per
-    floored statistic (``2K``, the logistic loss's 2, the squared loss's 1: its ``h`` is exact)
+    floored statistic (``2K``, the logistic loss's 2, the squared loss's 1: its ``w·h`` is exact)
     and, with ``K > 2``, one unit for the float32 softmax (``Σ p_k`` within ``K·2**−23`` of
     1)."""
     if n_classes == 1:
@@ -655,10 +656,13 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         enables the optimal split; ``noise="gaussian"`` needs it).
 
     Returns:
-      ``(model, costs)``: ``"prior (class counts)"`` (scalar), with ``noise="auto"`` at
-      ``δ > 0`` ``"scout (class counts)"`` (scalar), and the rounds of each noise the fit may
-      draw (:data:`ROUND_LABELS`; ``[max_rounds]``, zero past the active rounds and for the
-      noise not taken), and where oblivious trees may be boosted the level draws
+      ``(model, costs)``: ``"prior (class counts)"`` (scalar; for regression ``"prior (row
+      count and target sum)"``, and where no round is affordable the fallback's second
+      release, :data:`MAJORITY_LABEL` or :data:`MEAN_LABEL`, zero when rounds ran), with
+      ``noise="auto"`` at ``δ > 0`` ``"scout (class counts)"`` (scalar), and the rounds of
+      each noise the fit may draw (:data:`ROUND_LABELS`; ``[max_rounds]``, zero past the
+      active rounds and for the noise not taken), and where oblivious trees may be boosted
+      the level draws
       (:data:`SELECT_LABEL`, ``[max_rounds, depth]``, zero where none was drawn); empty
       without DP.
     """
@@ -680,7 +684,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     if fallback:
         check_multiclass(config, private, "regression" if regression else "more classes")
     spread = loss_spread(n_classes)
-    target = normalised_target(y, context.target) if regression else y
+    target = y      # regression: z in [−1, 1] (dpjax.data.target_units), else class indices
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
     oblivious = shape == "oblivious"
@@ -976,7 +980,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
 __all__ = ["NOISES", "SHAPES", "active_rounds", "auto_uses_random", "cell_bound",
            "check_multiclass", "cyclic_rounds", "fit", "gaussian_pays", "gradient_stats",
            "in_target_units", "loss_spread", "max_rounds", "mean_cells", "mean_prior",
-           "merged_cells", "newton_moves", "noise_kinds", "noise_scale", "normalised_target",
+           "merged_cells", "newton_moves", "noise_kinds", "noise_scale",
            "pooled_prior", "release_counts", "release_moments", "release_prior", "release_sums",
            "released_gain", "residual_stats", "resolution_cells", "round_sensitivity",
            "round_units"]

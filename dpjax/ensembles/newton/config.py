@@ -11,7 +11,7 @@ import numpy as np
 
 from dpjax.data.describe import code_label
 from dpjax.ensembles.newton import boosting
-from dpjax.ensembles.newton.boosting import NOISES, SHAPES, max_rounds
+from dpjax.ensembles.newton.boosting import NOISES, RESIDUAL_CLIP_FLOOR, SHAPES, max_rounds
 from dpjax.ensembles.newton.model import (
     NewtonBoostedModel,
     newton_decision,
@@ -21,6 +21,7 @@ from dpjax.ensembles.newton.model import (
 from dpjax.learner import (
     FitContext,
     Learner,
+    between,
     choice,
     hyper,
     positive_float,
@@ -89,7 +90,7 @@ class Boosted(Learner):
     min_signal: float = traced(4.0, positive_float)
     cell_signal: float = traced(16.0, positive_float)
     split_share: float = traced(0.7, unit_interval(open_high=True))
-    residual_clip: float = traced(0.25, unit_interval())
+    residual_clip: float = traced(0.25, between(RESIDUAL_CLIP_FLOOR, 1.0))
     passes: int = hyper(3, positive_int(64))
     focus: int = hyper(6, positive_int(4096))
     prior_share: float = hyper(0.1, unit_interval(open_high=True))
@@ -108,6 +109,9 @@ class Boosted(Learner):
             raise ValueError("individual accounting (individual > 1) filters pure Laplace "
                              "rounds: use noise='laplace'")
 
+    def check_regression(self, private: bool) -> None:
+        boosting.check_multiclass(self, private, "regression")
+
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.noise == "gaussian" and delta <= 0.0:
             raise ValueError("noise='gaussian' composes in zCDP and needs delta > 0 (e.g. "
@@ -123,7 +127,8 @@ class Boosted(Learner):
 
     def decision(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
         """``F(x)``: the log-odds of the second class ``[m]``, or with more than two classes
-        the class scores ``[m, C]`` (scikit-learn's ``decision_function`` convention)."""
+        the class scores ``[m, C]`` (scikit-learn's ``decision_function`` convention); for
+        regression the prediction in the target's units ``[m]``."""
         return newton_decision(params, codes)
 
     def dense_trees(self, params: NewtonBoostedModel) -> DenseTree:

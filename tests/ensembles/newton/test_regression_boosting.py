@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import dpjax
-from dpjax.data import DataDependentWarning, OutOfBoundsWarning
+from dpjax.data import DataDependentWarning, OutOfBoundsWarning, target_units
 from dpjax.ensembles.newton.boosting import (
     GRAD_UNIT,
     HESSIAN_WEIGHT,
@@ -22,7 +22,6 @@ from dpjax.ensembles.newton.boosting import (
     ROUND_LABELS,
     loss_spread,
     mean_prior,
-    normalised_target,
     release_moments,
     residual_stats,
     round_units,
@@ -61,7 +60,7 @@ def test_the_prior_release_moves_by_at_most_two_rows_per_record():
 
 
 def test_the_target_is_normalised_into_the_unit_interval():
-    z = normalised_target(jnp.asarray([0.0, 5.0, 10.0, 12.0]), Y_BOUNDS)
+    z = target_units(np.asarray([0.0, 5.0, 10.0, 12.0]), Y_BOUNDS)
     np.testing.assert_allclose(np.asarray(z), [-1.0, 0.0, 1.0, 1.0])
 
 
@@ -211,7 +210,7 @@ def test_y_bounds_without_regression_and_bad_targets_are_refused(real_target):
     with pytest.raises(ValueError, match="missing or infinite"):
         dpjax.fit(X[:100], bad, method="boosted", task="regression", y_bounds=Y_BOUNDS,
                   epsilon=1.0, bounds=(0.0, 1.0))
-    with pytest.raises(ValueError, match="must be numeric"):
+    with pytest.raises(ValueError, match="must be real numbers"):
         dpjax.fit(X[:100], np.asarray(["a"] * 100), method="boosted", task="regression",
                   y_bounds=Y_BOUNDS, epsilon=1.0, bounds=(0.0, 1.0))
 
@@ -241,3 +240,41 @@ def test_the_regressor_estimator(real_target):
         warnings.simplefilter("error", DataDependentWarning)
         with pytest.raises(DataDependentWarning, match="y_bounds were read off"):
             DPBoostedTreesRegressor(epsilon=1.0, bounds=(0.0, 1.0)).fit(X[:100], y[:100])
+
+
+def test_targets_beyond_float32_and_complex_targets_are_refused(real_target):
+    X, y = real_target
+    for bounds in [(0.0, 1e39), (1e30, 1e30 + 1e15)]:
+        with pytest.raises(ValueError, match="y_bounds must lie within"):
+            dpjax.fit(X[:50], y[:50], method="boosted", task="regression", y_bounds=bounds,
+                      epsilon=1.0, bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="must be real numbers"):
+        dpjax.fit(X[:50], y[:50] + 1j, method="boosted", task="regression", y_bounds=Y_BOUNDS,
+                  epsilon=1.0, bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="residual_clip must be in"):
+        dpjax.fit(X[:50], y[:50], method="boosted", task="regression", y_bounds=Y_BOUNDS,
+                  epsilon=1.0, bounds=(0.0, 1.0), residual_clip=1e-38)
+
+
+def test_public_refusals_come_before_the_targets_are_read(real_target):
+    """A request refused for public reasons is refused whatever the targets: no warning about
+    out-of-range values first (its presence would depend on the data)."""
+    X, y = real_target
+    y = y[:100].copy()
+    y[0] = 50.0                                        # outside y_bounds
+    for params in [dict(shape="oblivious"), dict(on_out_of_bounds="raise")]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", OutOfBoundsWarning)
+            with pytest.raises(ValueError):
+                dpjax.fit(X[:100], y, method="boosted", task="regression", y_bounds=Y_BOUNDS,
+                          epsilon=1.0, bounds=(0.0, 1.0), **params)
+
+
+def test_the_prior_costs_two_rows_under_either_relation(real_target):
+    X, y = real_target
+    for relation in ("add_remove", "replace_one"):
+        model = dpjax.fit(X[:200], y[:200], method="boosted", task="regression",
+                          y_bounds=Y_BOUNDS, epsilon=1.0, bounds=(0.0, 1.0), key=0,
+                          neighbouring=relation)
+        prior = {e.what: e for e in model.privacy.entries}[MEAN_PRIOR_LABEL]
+        assert "L1 sens. 2" in prior.mechanism
