@@ -34,7 +34,14 @@ from dpjax._private_bounds import (
     release_bounds,
     wants_private_bounds,
 )
-from dpjax._sharding import resolve_devices, shard_rows
+from dpjax._sharding import (
+    global_rows,
+    resolve_devices,
+    shard_rows,
+    shared_key,
+    spans_processes,
+    to_local,
+)
 from dpjax.data import OutOfBoundsWarning
 from dpjax.learners import Learner, get_learner
 from dpjax.privacy import SENSITIVITY, BudgetAccountant, check_epsilon, check_neighbouring
@@ -146,9 +153,12 @@ def fit(
     if accountant is not None:
         accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
-    key = as_key(key)
+    key = shared_key(chosen_devices, as_key(key))
     fit_epsilon, bounds_costs = epsilon, {}
     private_bounds = wants_private_bounds(bounds)
+    if private_bounds and spans_processes(chosen_devices):
+        raise ValueError("bounds='private' reads one process's rows: with devices of several "
+                         "processes declare the bounds")
     if private_bounds:
         check_private_bounds_request(epsilon, delta, on_out_of_bounds)
         bounds, fit_epsilon, bounds_costs = release_bounds(
@@ -161,7 +171,9 @@ def fit(
                            classes=classes, n_bins=n_bins, missing=missing,
                            on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                            params=params, public_size=public_size, delta=delta,
-                           sample_weight=sample_weight, task=task, y_bounds=y_bounds)
+                           sample_weight=sample_weight, task=task, y_bounds=y_bounds,
+                           rows=(global_rows(chosen_devices, np.shape(X)[0])
+                                 if spans_processes(chosen_devices) else None))
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))
@@ -172,7 +184,7 @@ def fit(
     args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None, *weights)
     compiled, compile_s = compile_cached(fn, cache_key, *args)
-    (fitted, costs), run_s = run_timed(compiled, *args)
+    (fitted, costs), run_s = to_local(run_timed(compiled, *args))
     ledger = ledger_of(prepared, epsilon, costs)
     if accountant is not None:
         accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")

@@ -168,9 +168,11 @@ def prepare(
     classes: Any, n_bins: int | None, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
     sample_weight: Any = None, task: str = "classification", y_bounds: Any = None,
+    rows: int | None = None,
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
-    feature spec and the codes, and start the ledger."""
+    feature spec and the codes, and start the ledger. ``rows``: the fit's row count where it
+    is not ``X``'s (a multi-process fit: every process's rows)."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
     public_size = _check_public_size(public_size)
@@ -195,14 +197,15 @@ def prepare(
                              private=epsilon is not None)
     weights = _check_sample_weight(sample_weight, config, table.shape[0])
     # every public limit before any work on the data (encoding, compiling, fitting)
-    check_limits(config, table.shape, int(spec.max_codes), len(classes), batch,
+    rows = table.shape[0] if rows is None else rows
+    check_limits(config, (rows, table.shape[1]), int(spec.max_codes), len(classes), batch,
                  private=epsilon is not None, weighted=weights is not None)
     config.check_request(epsilon is not None, delta)
     if regression:
         clipped, target, target_from_data = encode_targets(
             y, y_bounds, private=epsilon is not None, on_out_of_bounds=on_out_of_bounds)
         y_index = target_units(clipped, target)
-    if public_size == table.shape[0] and neighbouring == "add_remove" and epsilon is not None:
+    if public_size == rows and neighbouring == "add_remove" and epsilon is not None:
         warnings.warn("public_size equals the number of rows: under add/remove the row count "
                       "is private, and declaring it publishes it with no ledger entry; declare "
                       "it only for a study whose size is fixed in advance", stacklevel=3)
@@ -220,7 +223,7 @@ def prepare(
         ledger = ledger.record(LedgerEntry(what="y_bounds read off the target",
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
-        public_size = codes.shape[0]      # neighbours have the same size: it is public
+        public_size = rows                # neighbours have the same size: it is public
     return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
                     SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size), weights, target)
@@ -277,7 +280,7 @@ def memory_limit() -> float:
     configured = os.environ.get("DPJAX_MEMORY_LIMIT_GB")
     if configured:
         return float(configured) * 2**30
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = jax.local_devices()[0].memory_stats() or {}
     if "bytes_limit" in stats:
         return MEMORY_FRACTION * stats["bytes_limit"]
     return MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

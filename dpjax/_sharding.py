@@ -9,6 +9,14 @@ one-device fit under the same key (``tests/test_sharding.py``).
 
 The row count must be a multiple of the device count: padding rows would need every learner to
 mask them, and dropping rows would change the data, so neither is done silently.
+
+**Several processes** (``jax.distributed.initialize`` on every host, ``docs/multihost.md``):
+``devices="all"`` is then every device of every process, each process passes *its own* rows
+(the same number in every process, a multiple of its local devices), and the program runs once
+over the global arrays (``jax.make_array_from_process_local_data``): histograms are
+all-reduced across the hosts by XLA, the key is process 0's (broadcast, so that the noise is
+drawn once), and every process gets the same replicated model, bit-identical to one process
+fitting all the rows in process order (``tests/runtime/test_multihost.py``).
 """
 
 from __future__ import annotations
@@ -17,15 +25,16 @@ from collections.abc import Sequence
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 AXIS = "rows"
 
 
 def resolve_devices(devices: int | str | Sequence[jax.Device] | None) -> list[jax.Device] | None:
-    """The devices of a fit: ``None`` (default placement), ``"all"`` (every local device), a
-    count ``k`` (the first ``k`` local devices) or a sequence of devices; ``None`` when that is
-    a single device."""
+    """The devices of a fit: ``None`` (default placement), ``"all"`` (every local device; with
+    several processes, every device of every process), a count ``k`` (the first ``k`` local
+    devices) or a sequence of devices; ``None`` when that is a single device."""
     if devices is None:
         return None
     local = jax.local_devices()
@@ -33,7 +42,7 @@ def resolve_devices(devices: int | str | Sequence[jax.Device] | None) -> list[ja
         if devices != "all":
             raise ValueError(f"devices must be None, 'all', a count or a list of devices; "
                              f"got {devices!r}")
-        chosen = local
+        chosen = jax.devices()
     elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
         if not 1 <= devices <= len(local):
             raise ValueError(f"devices={devices} but {len(local)} local device(s) are "
@@ -58,11 +67,58 @@ def row_sharding(devices: Sequence[jax.Device], n_rows: int) -> NamedSharding:
     return NamedSharding(Mesh(np.asarray(devices), (AXIS,)), PartitionSpec(AXIS))
 
 
+def spans_processes(devices: Sequence[jax.Device] | None) -> bool:
+    """Whether ``devices`` include another process's (a multi-process fit)."""
+    mine = jax.process_index()
+    return devices is not None and any(d.process_index != mine for d in devices)
+
+
+def global_rows(devices: Sequence[jax.Device] | None, local_rows: int) -> int:
+    """The fit's row count: this process's, or with devices of several processes the sum over
+    them, each of which must hold as many rows (``ValueError`` otherwise: the rows are split
+    evenly over the global devices)."""
+    if not spans_processes(devices):
+        return local_rows
+    counts = np.asarray(multihost_utils.process_allgather(np.int64(local_rows))).reshape(-1)
+    if np.any(counts != counts[0]):
+        raise ValueError("devices: with several processes each must pass as many rows "
+                         "(the rows are split evenly over every process's devices)")
+    return int(counts.sum())
+
+
+def shared_key(devices: Sequence[jax.Device] | None, key: jax.Array) -> jax.Array:
+    """The fit's key: with devices of several processes, process 0's (broadcast to all, so that
+    every process draws the same noise once: a fresh-entropy key differs per process)."""
+    if not spans_processes(devices):
+        return key
+    data = multihost_utils.broadcast_one_to_all(np.asarray(jax.random.key_data(key)))
+    return jax.random.wrap_key_data(np.asarray(data, np.uint32))
+
+
 def shard_rows(devices: Sequence[jax.Device] | None,
                *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """``arrays`` (leading axis: rows) placed row-sharded on ``devices`` (unchanged when
-    ``None``)."""
+    ``None``); with devices of several processes each process's arrays are its rows of the
+    global arrays, in process order."""
     if devices is None:
         return arrays
+    if spans_processes(devices):
+        n_rows = global_rows(devices, arrays[0].shape[0])
+        sharding = row_sharding(devices, n_rows)
+        return tuple(jax.make_array_from_process_local_data(sharding, np.asarray(a),
+                                                           (n_rows, *a.shape[1:]))
+                     for a in arrays)
     sharding = row_sharding(devices, arrays[0].shape[0])
     return tuple(jax.device_put(a, sharding) for a in arrays)
+
+
+def to_local(tree: object) -> object:
+    """A multi-process fit's outputs as this process's arrays: a replicated array's local copy,
+    any other gathered from every process (unchanged on one process)."""
+    def local(a: object) -> object:
+        if not isinstance(a, jax.Array) or a.is_fully_addressable:
+            return a
+        if a.is_fully_replicated:
+            return jax.device_put(a.addressable_data(0), jax.local_devices()[0])
+        return jax.numpy.asarray(multihost_utils.process_allgather(a, tiled=True))
+    return jax.tree.map(local, tree)
