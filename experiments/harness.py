@@ -462,6 +462,56 @@ def pyplot() -> Any:
     return plt
 
 
+def take_rows(features: Any, rows: np.ndarray) -> Any:
+    """``rows`` of a DataFrame (by position) or of an array."""
+    return features.iloc[rows] if isinstance(features, pd.DataFrame) else features[rows]
+
+
+def figure_by_dataset(df: pd.DataFrame, datasets: Sequence[str], metric: str, ylabel: str,
+                      methods: Sequence[str] | None = None, log_y: bool = False) -> Any:
+    """One panel per dataset: ``metric``'s mean against ``ε`` (log), one line per method (in
+    ``methods``' order where given)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.4 * len(datasets), 3.6))
+    means = df.groupby(["dataset", "method", "epsilon"])[metric].mean()
+    for ax, name in zip(np.atleast_1d(axes), datasets, strict=True):
+        present = list(means.loc[name].index.get_level_values(0).unique())
+        for method in [m for m in (methods or present) if m in present]:
+            series = means.loc[(name, method)]
+            ax.plot(series.index, series.values, marker="o", label=method)
+        ax.set_xscale("log")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("ε")
+        ax.set_ylabel(ylabel)
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def splits_main(doc: str, stem: str, run: Callable[[int, int, bool], pd.DataFrame],
+                report: Callable[[pd.DataFrame, dict], str],
+                figure: Callable[[pd.DataFrame], Any], argv: list[str] | None = None) -> None:
+    """The command line of an experiment over ``--splits`` splits with ``--seeds`` dpjax fits
+    per split and the peers unless ``--no-peers``: run, print the report, save the results
+    (tidy CSV, markdown, figure, meta) under ``stem``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    df = run(args.splits, args.seeds, not args.no_peers)
+    meta = {"splits": args.splits, "seeds": args.seeds, "source_digest": source_digest(),
+            "wall_s": time.perf_counter() - start}
+    text = report(df, meta)
+    print(text)
+    save_results(stem, tidy=df, markdown=text, figure=figure(df), meta=meta)
+
+
 def save_results(
     stem: str,
     *,

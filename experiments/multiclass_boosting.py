@@ -18,7 +18,6 @@ majority class of the training split is the baseline. Writes
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -133,35 +132,11 @@ def report(df: pd.DataFrame, meta: dict) -> str:
 
 
 def figure(df: pd.DataFrame):
-    plt = harness.pyplot()
-    fig, axes = plt.subplots(1, len(DATASETS), figsize=(10, 3.6))
-    means = df.groupby(["dataset", "method", "epsilon"])["accuracy"].mean()
-    for ax, name in zip(axes, DATASETS, strict=True):
-        for method in means.loc[name].index.get_level_values(0).unique():
-            series = means.loc[(name, method)]
-            ax.plot(series.index, series.values, marker="o", label=method)
-        ax.set_xscale("log")
-        ax.set_title(name)
-        ax.set_xlabel("ε")
-        ax.set_ylabel("test accuracy")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return harness.figure_by_dataset(df, DATASETS, "accuracy", "test accuracy")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=5)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--no-peers", action="store_true")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    df = run(args.splits, args.seeds, not args.no_peers)
-    meta = {"splits": args.splits, "seeds": args.seeds, "source_digest": harness.source_digest(),
-            "wall_s": time.perf_counter() - start}
-    text = report(df, meta)
-    print(text)
-    harness.save_results(STEM, tidy=df, markdown=text, figure=figure(df), meta=meta)
+    harness.splits_main(__doc__, STEM, run, report, figure, argv)
 
 
 if __name__ == "__main__":

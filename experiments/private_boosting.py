@@ -207,15 +207,13 @@ def run_peers(data: Dataset, matrix: np.ndarray, train: np.ndarray, test: np.nda
     rows = []
     for peer, make in makers.items():
         features = inputs[peer]
-        rows_of = (lambda f, r: f.iloc[r]) if isinstance(features, pd.DataFrame) else (
-            lambda f, r: f[r])
         for epsilon in EPSILONS:
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    model = make(epsilon).fit(rows_of(features, train), data.y[train])
-                    predicted = model.predict(rows_of(features, test))
+                    model = make(epsilon).fit(harness.take_rows(features, train), data.y[train])
+                    predicted = model.predict(harness.take_rows(features, test))
                     accuracy = float(np.mean(np.asarray(predicted).astype(int) == data.y[test]))
                 except Exception as error:  # a peer that fails on a dataset is reported
                     print(f"    {peer} failed on {data.name} at ε={epsilon}: {error}")

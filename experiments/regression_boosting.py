@@ -20,7 +20,6 @@ Metric: test RMSE. Writes ``experiments/results/regression_boosting.{csv,md,png,
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -108,14 +107,12 @@ def run_peers(X, y, bounds, y_bounds, train, test, split) -> list[dict]:
     }
     rows = []
     for peer, (make, features) in makers.items():
-        rows_of = (lambda f, r: f.iloc[r]) if isinstance(features, pd.DataFrame) else (
-            lambda f, r: f[r])
         for epsilon in EPSILONS:
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = make(epsilon).fit(rows_of(features, train), y[train])
-                error = rmse(model.predict(rows_of(features, test)), y[test])
+                model = make(epsilon).fit(harness.take_rows(features, train), y[train])
+                error = rmse(model.predict(harness.take_rows(features, test)), y[test])
             rows.append({"method": peer, "epsilon": epsilon, "seed": 0, "rmse": error,
                          "spent_epsilon": epsilon,
                          "seconds": time.perf_counter() - start})
@@ -163,36 +160,12 @@ def report(df: pd.DataFrame, meta: dict) -> str:
 
 
 def figure(df: pd.DataFrame):
-    plt = harness.pyplot()
-    fig, axes = plt.subplots(1, len(DATASETS), figsize=(13, 3.6))
-    means = df.groupby(["dataset", "method", "epsilon"])["rmse"].mean()
-    for ax, name in zip(axes, DATASETS, strict=True):
-        for method in [m for m in METHODS if (name, m) in means.index.droplevel(2)]:
-            series = means.loc[(name, method)]
-            ax.plot(series.index, series.values, marker="o", label=method)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(name)
-        ax.set_xlabel("ε")
-        ax.set_ylabel("test RMSE")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return harness.figure_by_dataset(df, list(DATASETS), "rmse", "test RMSE", METHODS,
+                                     log_y=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=5)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--no-peers", action="store_true")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    df = run(args.splits, args.seeds, not args.no_peers)
-    meta = {"splits": args.splits, "seeds": args.seeds, "source_digest": harness.source_digest(),
-            "wall_s": time.perf_counter() - start}
-    text = report(df, meta)
-    print(text)
-    harness.save_results(STEM, tidy=df, markdown=text, figure=figure(df), meta=meta)
+    harness.splits_main(__doc__, STEM, run, report, figure, argv)
 
 
 if __name__ == "__main__":
