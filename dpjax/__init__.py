@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "fit": "dpjax._api",
     "sweep": "dpjax._api",
+    "tune": "dpjax._tuning",
     "clear_caches": "dpjax._api",
     "Model": "dpjax._model",
     "Sweep": "dpjax._model",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from dpjax._api import clear_caches, fit, sweep  # noqa: F401
     from dpjax._keys import as_key  # noqa: F401
     from dpjax._model import Model, Sweep, Timings, load  # noqa: F401
+    from dpjax._tuning import tune  # noqa: F401
     from dpjax.auditing import AuditReport, audit  # noqa: F401
     from dpjax.data import list_datasets, load_dataset  # noqa: F401
     from dpjax.learners import LEARNERS  # noqa: F401
