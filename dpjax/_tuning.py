@@ -35,6 +35,14 @@ Ties (equal noisy counts) go to the earlier run; docs/tuning.md carries the theo
 that rule (the two ``CDF`` factors become ``P[score < q]`` and ``P[score <= q]``, each moved by
 at most ``e^{ε_c}``).
 
+``K`` and the index of the chosen run are **secret**: the theorem bounds the best (candidate,
+model, score) with ``K`` summed over. Released beside it they are not covered (the best of a
+known ``k`` runs costs up to ``k·ε_c``; a privacy review measured ε ≥ 2.1 at a claimed 1 for
+the output with ``K``), so neither the ledger nor the model states them, and the model's
+``timings.run_s`` (which grows with ``K``) is NaN. The wall-clock time of the call, and how
+many times a ``candidates`` callable is called (``8·⌈K/8⌉``), also reveal ``K``: do not publish
+them.
+
 ``K`` is never capped: a truncated geometric is another algorithm, with another bound. The
 run time grows with ``K`` (``P[K > k] = (1 − γ)^k``). Runs are fitted in chunks of
 :data:`CHUNK` candidates by one compiled program (vmapped, or mapped for learners whose fits
@@ -388,7 +396,10 @@ def selection_release(part: Prepared, space: SearchSpace, epsilon: float,
 
 def run_epsilon(epsilon: float) -> float:
     """``ε_c``: ``ε/3`` in float32, rounded down (:func:`~dpjax.privacy.rounding.round_down`),
-    so that ``3·ε_c <= ε``."""
+    so that ``3·ε_c <= ε``; ``ValueError`` for an ``ε`` whose third is not a normal float32."""
+    if epsilon < 3.0 * float(np.finfo(np.float32).tiny):
+        raise ValueError(f"epsilon is too small for tune: {epsilon!r}/3 is not a normal "
+                         "float32")
     epsilon_c = float(round_down(jnp.float32(epsilon / 3.0)))
     if not 0.0 < 3.0 * epsilon_c <= epsilon:
         raise RuntimeError(f"internal error: 3 x {epsilon_c!r} exceeds epsilon {epsilon!r}")
@@ -411,8 +422,9 @@ def _check_open_unit(value: Any, name: str, *, closed_high: bool = False) -> flo
 
 def training_part(prepared: Prepared, train: np.ndarray, epsilon_c: float) -> Prepared:
     """The training rows as a :class:`Prepared` of their own: its public size is the training
-    part's row count where the row count is public (replace-one: the row count and the
-    key-drawn coins are public), else none (the learner releases a noisy count within its
+    part's row count where the row count is public (replace-one: the row count is public, and
+    the key-drawn coins are data-independent, fixed in the proof's conditioning: they are
+    secret, as the key is), else none (the learner releases a noisy count within its
     ``ε_c``); its ledger starts empty (the data-read entries go once into the model's)."""
     return dataclasses.replace(
         prepared, codes=prepared.codes[train], y=prepared.y[train],
@@ -454,6 +466,7 @@ class Selection:
     epsilon: float
     epsilon_c: float
     validation_share: float
+    stop_probability: float
 
     def chunk(self, index: int) -> Chunk:
         """Runs ``CHUNK·index ... CHUNK·(index + 1) − 1`` by the compiled chunk program
@@ -517,7 +530,7 @@ def selection(
     return Selection(prepared, training_part(prepared, np.flatnonzero(~validation), epsilon_c),
                      prepared.codes[val_rows], prepared.y[val_rows], space,
                      stopping_count(stop_key, stop_probability), runs_key, epsilon, epsilon_c,
-                     validation_share)
+                     validation_share, stop_probability)
 
 
 def tune(
@@ -609,15 +622,18 @@ def tune(
                 best = (score, config, jax.tree.map(lambda a, s=slot: a[s], chunk.params),
                         index * CHUNK + slot + 1, decoded)
     assert best is not None
-    score, config, fitted, chosen_run, decoded = best
+    score, config, fitted, _, decoded = best
     values = ", ".join(f"{n}={v:.4g}" if isinstance(v, float) else f"{n}={v!r}"
                        for n, v in decoded.items())
+    # K and the chosen run's index stay secret: the theorem covers the best (candidate,
+    # model, score) with K summed over; released with it, they would cost up to K·ε_c
     entry = LedgerEntry(
-        what=(f"hyper-parameter selection: best noisy validation count of K={chosen.runs} "
-              f"runs, each {epsilon_c:.4g}-DP (a fit on the training part + its correct "
-              f"count on the validation part, discrete Laplace; i.i.d. coins, validation "
-              f"share {chosen.validation_share:g}); chosen: run {chosen_run}"
-              + (f", {values}" if values else "") + f", noisy count {score:.0f}"),
+        what=(f"hyper-parameter selection: best noisy validation count of K runs (K "
+              f"geometric, stopping probability {chosen.stop_probability:.4g}, kept secret), "
+              f"each {epsilon_c:.4g}-DP (a fit on the training part + its correct count on "
+              f"the validation part, discrete Laplace; i.i.d. coins, validation share "
+              f"{chosen.validation_share:g}); chosen:"
+              + (f" {values}," if values else "") + f" noisy count {score:.0f}"),
         mechanism=MECHANISM, epsilon=3.0 * epsilon_c)
     ledger = dataclasses.replace(chosen.prepared.ledger, requested_epsilon=epsilon).record(entry)
     for what in config.not_private():
@@ -627,5 +643,7 @@ def tune(
         raise RuntimeError(f"internal error: tune spent {ledger.epsilon!r} > {epsilon!r}")
     if accountant is not None:
         accountant.spend(ledger, f"tune {base.name} at epsilon {epsilon:g}")
+    # the run time grows with K (chunks of runs): it is not reported
+    del run_total
     return Model(config, fitted, chosen.prepared.spec, chosen.prepared.classes, ledger,
-                 Timings(compile_total, run_total))
+                 Timings(compile_total, math.nan))

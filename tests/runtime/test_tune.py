@@ -49,8 +49,9 @@ def selection(X, y, **kwargs):
     return _tuning.selection(X, y, **{**settings, **kwargs})
 
 
-def runs_of(model) -> int:
-    return int(re.search(r"K=(\d+)", model.privacy.entries[-1].what)[1])
+def runs_of(key: int = KEY, gamma: float = GAMMA) -> int:
+    """``K`` of a key (secret: the model never states it)."""
+    return _tuning.stopping_count(stop_key(key), gamma)
 
 
 def stop_key(key) -> jax.Array:
@@ -83,10 +84,17 @@ def test_the_ledger_is_one_selection_entry_of_three_run_budgets(model):
     assert entry.epsilon == 3.0 * epsilon_c and entry.count == 1
     assert EPSILON * (1 - 1e-5) < entry.epsilon <= EPSILON
     assert f"each {epsilon_c:.4g}-DP" in entry.what
-    assert runs_of(model) == _tuning.stopping_count(stop_key(KEY), GAMMA)
-    chosen = re.search(r"chosen: run (\d+), (.*), noisy count", entry.what)
-    assert 1 <= int(chosen[1]) <= runs_of(model)
-    assert f"learning_rate={model.hyperparams['learning_rate']:.4g}" in chosen[2]
+    chosen = re.search(r"chosen: (.*), noisy count", entry.what)
+    assert f"learning_rate={model.hyperparams['learning_rate']:.4g}" in chosen[1]
+
+
+def test_neither_k_nor_the_chosen_run_is_released(data, model):
+    """The theorem covers the best run's output with ``K`` summed over: ``K``, the chosen
+    run's index and the run time (which grows with ``K``) are not in the model."""
+    released = str(model.privacy) + model.to_json() + model.summary()
+    assert "K=" not in released and "run " not in model.privacy.entries[-1].what
+    assert f"{runs_of()} runs" not in released
+    assert np.isnan(model.timings.run_s)
 
 
 @pytest.mark.parametrize("epsilon", [1e-3, 0.1, 1 / 3, 1.0, 2.0, 10.0, 123.456])
@@ -142,9 +150,11 @@ def test_stop_probability_one_is_one_run_and_runs_are_not_capped():
 def test_runs_read_the_key_alone(data, model):
     """Another dataset of the same shape under the same key: the same ``K`` (and split)."""
     X, y = data
-    other = tune(1.0 - X, 1 - y)
-    assert runs_of(other) == runs_of(model)
-    assert tune(*data, stop_probability=1.0).privacy.entries[-1].what.count("K=1 ") == 1
+    selected, other = selection(X, y), selection(1.0 - X, 1 - y)
+    assert selected.runs == other.runs == runs_of()
+    np.testing.assert_array_equal(np.asarray(selected.val_y).shape,
+                                  np.asarray(other.val_y).shape)
+    assert selection(X, y, stop_probability=1.0).runs == 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,3 +346,8 @@ def test_the_audit_release_is_tunes_selection_for_its_split(data, model):
     assert f"noisy count {float(score):.0f}" in model.privacy.entries[-1].what
     assert float(point["learning_rate"]) == pytest.approx(model.hyperparams["learning_rate"])
     chex.assert_trees_all_close(params, model.params, rtol=1e-5, atol=1e-6)
+
+
+def test_an_epsilon_whose_third_is_not_a_normal_float32_is_refused():
+    with pytest.raises(ValueError, match="epsilon is too small for tune"):
+        _tuning.run_epsilon(1e-38)
