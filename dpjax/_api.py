@@ -265,7 +265,7 @@ def sweep(
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                        params=params, public_size=public_size, delta=delta,
-                       batch=1 if grid_by_map and seeds_by_map else batch,
+                       batch=batch,      # a mapped grid still holds every model's params
                        task=task, y_bounds=y_bounds)
     fn, cache_key = prepared.fit_fn(private=private)
 
