@@ -25,6 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -54,6 +55,9 @@ class Config:
     """Classes of the audited labels (``⌊a·C⌋``, declared ``0..C−1``)."""
     record: Any = "upper"
     """The neighbour's extra record (:func:`dpjax.audit`'s ``record``)."""
+    regression: bool = False
+    """A real target (``task="regression"``): ``y = a`` with ``y_bounds`` ``(0, 1)``; the
+    outlier's target is the upper end."""
 
 
 CONFIGS = [
@@ -86,6 +90,15 @@ CONFIGS = [
            n_classes=3),
     Config("boosted", "softmax, 3 classes, cyclic, outlier mislabelled (p_y ≈ 0)",
            dict(shape="cyclic", min_signal=1e-3), n_classes=3, record=([1.0, 1.0], 0)),
+    Config("boosted", "regression, cyclic (min_signal tiny: every round)",
+           dict(shape="cyclic", min_signal=1e-3), regression=True),
+    Config("boosted", "regression, random shape T=2, d=1",
+           dict(shape="random", n_trees=2, depth=1, min_signal=1e-3), regression=True),
+    Config("boosted", "regression, defaults at 6 rows (mostly the mean fallback)", dict(),
+           regression=True),
+    Config("boosted", "regression, cyclic, outlier at the far end (target 0 at the upper "
+           "corner), residual_clip 1", dict(shape="cyclic", min_signal=1e-3, residual_clip=1.0),
+           regression=True, record=([1.0, 1.0], 0.0)),
     Config("random_trees", "1 tree, depth 2", dict(n_trees=1, depth=2)),
     Config("random_trees", "sweep of ε and 2ε (3ε claimed)", dict(n_trees=1, depth=2),
            sweep=True),
@@ -206,6 +219,8 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
             continue
         X, y, bounds = dataset(config.rows, config.n_classes)
         classes = {} if config.n_classes == 2 else {"classes": tuple(range(config.n_classes))}
+        if config.regression:
+            y, classes = X.a.to_numpy(), {"task": "regression", "y_bounds": (0.0, 1.0)}
         for epsilon in EPSILONS:
             for relation in config.relations:
                 budget = [epsilon, 2 * epsilon] if config.sweep else epsilon
@@ -221,6 +236,8 @@ def run(n: int, only: str | None = None) -> pd.DataFrame:
                 print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
     if only is None or only in PRIVATE_BOUNDS_MODE:
         rows += audit_private_bounds(n)
+    if only is None or any(only in mode for mode in TUNE_MODES.values()):
+        rows += audit_tune(n)
     if only is not None:
         return pd.DataFrame(rows)
     for canary in canaries(1.0):
@@ -265,6 +282,52 @@ def audit_private_bounds(n: int) -> list[dict]:
                                    name=PRIVATE_BOUNDS_MODE)
             rows.append(_row("bounds", PRIVATE_BOUNDS_MODE, relation, report, private=True))
             print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
+    return rows
+
+
+TUNE_PARAMS = dict(shape="cyclic", passes=1, n_trees=1, depth=1)
+TUNE_MODES = {part: f"dpjax.tune: boosted (cyclic, 1 pass) runs at ε/3, γ = 0.5, learning_rate "
+                    f"in {{0.5, 2}}, fixed split 5/3 rows, the record in the {part} part"
+              for part in ("training", "validation")}
+
+
+def audit_tune(n: int) -> list[dict]:
+    """``dpjax.tune``'s selection (:func:`dpjax._tuning.selection_release`: the same runs,
+    coins and keys, ``K`` uncapped in a ``while_loop``) for a *fixed* split of eight rows in
+    ``[0, 1]^2`` (five training, three validation: the theorem's argument conditions on the
+    split), the neighbour's outlier (the upper corner, class 1) added to, or put in place of
+    the last row of, one part. Released: the chosen model, its noisy validation count and its
+    learning rate; claimed: the total ``ε`` (each run ``ε/3``)."""
+    from dpjax import _tuning
+    from dpjax._preparation import prepare
+    from dpjax.data import encode
+
+    X, y, bounds = dataset(8)
+    train, val = np.arange(5), np.arange(5, 8)
+    rows = []
+    for epsilon in EPSILONS:
+        for relation in RELATIONS:
+            prepared = prepare(X, y, method="boosted", epsilon=epsilon, bounds=bounds,
+                               classes=None, n_bins=None, missing="error",
+                               on_out_of_bounds="clip", neighbouring=relation,
+                               params=TUNE_PARAMS)
+            record = jnp.asarray(encode(prepared.spec, pd.DataFrame({"a": [1.0], "b": [1.0]})))
+            part = _tuning.training_part(prepared, train, _tuning.run_epsilon(epsilon))
+            space = _tuning.search_space(prepared.config, {"learning_rate": [0.5, 2.0]})
+            release = _tuning.selection_release(part, space, epsilon, 0.5)
+            codes, labels = prepared.codes, prepared.y
+            data = (codes[train], labels[train], codes[val], labels[val])
+            for index, (name, mode) in enumerate(TUNE_MODES.items()):
+                rows_of = train if name == "training" else val
+                keep = rows_of[:-1] if relation == "replace_one" else rows_of
+                moved = (jnp.concatenate([codes[keep], record]),
+                         jnp.concatenate([labels[keep], jnp.ones(1, labels.dtype)]))
+                data_prime = ((*moved, *data[2:]) if name == "training"
+                              else (*data[:2], *moved))
+                report = audit_release(release, data, data_prime, epsilon=epsilon, n=n,
+                                       key=11 + index, progress=False, name=mode)
+                rows.append(_row("tune", mode, relation, report, private=True))
+                print(report.summary(), f"[{report.seconds:.0f}s]", flush=True)
     return rows
 
 
@@ -335,6 +398,7 @@ def main() -> None:
         table = pd.concat([old[kept.to_numpy()], table], ignore_index=True)
         current = [learner == "canary" or (learner, mode) in order
                    or (learner, mode) == ("bounds", PRIVATE_BOUNDS_MODE)
+                   or (learner == "tune" and mode in TUNE_MODES.values())
                    for learner, mode in zip(table["learner"], table["mode"], strict=True)]
         table = table[current].reset_index(drop=True)     # modes renamed or gone: dropped
         rank = np.array([order.get(pair, len(order))
