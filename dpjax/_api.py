@@ -154,6 +154,9 @@ def fit(
         accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
     key = shared_key(chosen_devices, as_key(key))
+    # several processes: every process's rows (one gather, for the checks and the sharding)
+    rows = (global_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
+            else None)
     fit_epsilon, bounds_costs = epsilon, {}
     private_bounds = wants_private_bounds(bounds)
     if private_bounds and spans_processes(chosen_devices):
@@ -172,15 +175,14 @@ def fit(
                            on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                            params=params, public_size=public_size, delta=delta,
                            sample_weight=sample_weight, task=task, y_bounds=y_bounds,
-                           rows=(global_rows(chosen_devices, np.shape(X)[0])
-                                 if spans_processes(chosen_devices) else None))
+                           rows=rows)
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
-    rows = (prepared.codes, prepared.y) + (() if prepared.weights is None else
-                                           (prepared.weights,))
-    codes, labels, *weights = shard_rows(chosen_devices, *rows)
+    arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
+                                             (prepared.weights,))
+    codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=rows)
     args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None, *weights)
     compiled, compile_s = compile_cached(fn, cache_key, *args)

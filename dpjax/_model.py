@@ -74,7 +74,7 @@ class Model(_Configured):
     @property
     def task(self) -> str:
         """``"regression"`` (a real target in ``target``) or ``"classification"``."""
-        return task_of(self.target)
+        return "classification" if self.target is None else "regression"
 
     @property
     def learner(self) -> Learner:
@@ -234,11 +234,6 @@ class Sweep(_Configured):
             raise ValueError(f"y must hold one label per row of X ({predicted.shape[-1]}); got "
                              f"{y_index.shape[0]}")
         return (predicted == y_index).mean(-1)
-
-
-def task_of(target: tuple[float, float] | None) -> str:
-    """``"regression"`` where a target range is set, else ``"classification"``."""
-    return "classification" if target is None else "regression"
 
 
 def outputs_text(classes: tuple[Any, ...], target: tuple[float, float] | None) -> str:

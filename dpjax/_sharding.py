@@ -95,15 +95,17 @@ def shared_key(devices: Sequence[jax.Device] | None, key: jax.Array) -> jax.Arra
     return jax.random.wrap_key_data(np.asarray(data, np.uint32))
 
 
-def shard_rows(devices: Sequence[jax.Device] | None,
-               *arrays: jax.Array) -> tuple[jax.Array, ...]:
+def shard_rows(devices: Sequence[jax.Device] | None, *arrays: jax.Array,
+               n_rows: int | None = None) -> tuple[jax.Array, ...]:
     """``arrays`` (leading axis: rows) placed row-sharded on ``devices`` (unchanged when
     ``None``); with devices of several processes each process's arrays are its rows of the
-    global arrays, in process order."""
+    global arrays, in process order (``n_rows``: their total, :func:`global_rows`, gathered
+    here unless given)."""
     if devices is None:
         return arrays
     if spans_processes(devices):
-        n_rows = global_rows(devices, arrays[0].shape[0])
+        if n_rows is None:
+            n_rows = global_rows(devices, arrays[0].shape[0])
         sharding = row_sharding(devices, n_rows)
         return tuple(jax.make_array_from_process_local_data(sharding, np.asarray(a),
                                                            (n_rows, *a.shape[1:]))

@@ -69,6 +69,7 @@ from dpjax._keys import as_key
 from dpjax._model import Model, Timings
 from dpjax._preparation import Prepared, compile_cached, prepare, run_timed
 from dpjax._private_bounds import wants_private_bounds
+from dpjax.learner import unit_interval
 from dpjax.learners import Learner, get_learner
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.privacy import BudgetAccountant, LedgerEntry, PrivacyLedger, check_epsilon
@@ -408,18 +409,6 @@ def run_epsilon(epsilon: float) -> float:
 
 # --- the API ----------------------------------------------------------------------------------
 
-def _check_open_unit(value: Any, name: str, *, closed_high: bool = False) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    high_ok = number <= 1.0 if closed_high else number < 1.0
-    if isinstance(value, bool) or not (number > 0.0 and high_ok):
-        interval = "(0, 1]" if closed_high else "(0, 1)"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return number
-
-
 def training_part(prepared: Prepared, train: np.ndarray, epsilon_c: float) -> Prepared:
     """The training rows as a :class:`Prepared` of their own: its public size is the training
     part's row count where the row count is public (replace-one: the row count is public, and
@@ -509,9 +498,8 @@ def selection(
         raise ValueError("epsilon must be a positive budget: tune selects privately only "
                          "(for a non-private model use dpjax.fit with epsilon=None)")
     epsilon = check_epsilon(epsilon)
-    validation_share = _check_open_unit(validation_share, "validation_share")
-    stop_probability = _check_open_unit(stop_probability, "stop_probability",
-                                        closed_high=True)
+    validation_share = unit_interval(open_high=True)("validation_share", validation_share)
+    stop_probability = unit_interval()("stop_probability", stop_probability)
     if wants_private_bounds(bounds):
         raise ValueError("bounds='private' is dpjax.fit's: tune's runs share one binning, so "
                          "release the bounds once (a dpjax.fit with bounds='private', then its "

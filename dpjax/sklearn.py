@@ -132,6 +132,14 @@ class _DPEstimator(BaseEstimator):
                                  accept_sparse=True)
         return X if isinstance(X, pd.DataFrame) else checked
 
+    def _checked_data(self, X: Any, y: Any) -> tuple[Any, np.ndarray]:
+        """``X`` checked (resetting ``n_features_in_``) and ``y`` as a 1-D array; ``y=None`` is
+        refused in scikit-learn's words."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")
+        return self._check_X(X, reset=True), column_or_1d(y, warn=True)
+
     def _fit_model(self, X: Any, y: Any, **data: Any) -> Model:
         """:func:`dpjax.fit` with the estimator's parameters (``data``: what the task adds)."""
         mine = self.get_params()
@@ -206,11 +214,7 @@ class _DPClassifier(ClassifierMixin, _DPEstimator):
         return self._fit(X, y, None)
 
     def _fit(self, X: Any, y: Any, sample_weight: Any) -> _DPClassifier:
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None")
-        X = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
+        X, y = self._checked_data(X, y)
         check_classification_targets(y)
         classes = self.classes if self.classes is not None else _undeclared_classes(y)
         model = self._fit_model(X, y, classes=classes, sample_weight=sample_weight)
@@ -235,11 +239,7 @@ class _DPRegressor(RegressorMixin, _DPEstimator):
         return tags
 
     def fit(self, X: Any, y: Any) -> _DPRegressor:
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None")
-        X = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
+        X, y = self._checked_data(X, y)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):

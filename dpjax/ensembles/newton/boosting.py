@@ -340,15 +340,13 @@ def in_target_units(model: NewtonBoostedModel, target: tuple[float, float]
         trees=model.trees.replace(leaf=half * model.trees.leaf))
 
 
-def release_moments(key: jax.Array, z: jax.Array, epsilon: jax.Array | None,
-                    sensitivity: float) -> tuple[jax.Array, Cost | None]:
+def release_moments(key: jax.Array, z: jax.Array,
+                    epsilon: jax.Array | None) -> tuple[jax.Array, Cost | None]:
     """The regression prior's release: the row count and the target's sum ``(m, Σ z_i)``
     (int32 units of ``2**−GRAD_BITS``) with exact discrete Laplace noise, as float32 rows;
     exact without DP. L1 sensitivity 2 rows under either relation: adding or removing a
     record moves the count by ``2**GRAD_BITS`` units and the sum by at most that (``|z| <=
-    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``
-    (``sensitivity``, the relation's multiplier, is read for the signature only)."""
-    del sensitivity
+    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``."""
     units = jnp.stack([jnp.int32(z.shape[0]) * GRAD_UNIT, fixed_point.to_units(z).sum()])
     if epsilon is None:
         return units.astype(jnp.float32) / GRAD_UNIT, None
@@ -435,7 +433,7 @@ def release_prior(key: jax.Array, target: jax.Array, epsilon: jax.Array | None,
     """The prior's release: the class counts (:func:`release_counts`), or for regression
     (``n_classes = 1``) the row count and the target's sum (:func:`release_moments`)."""
     if n_classes == 1:
-        return release_moments(key, target, epsilon, sensitivity)
+        return release_moments(key, target, epsilon)
     counts, _, cost = release_counts(key, target, epsilon, sensitivity, n_classes)
     return counts, cost
 

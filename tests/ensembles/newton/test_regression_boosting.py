@@ -50,9 +50,9 @@ def test_the_prior_release_moves_by_at_most_two_rows_per_record():
     """Adding a record with ``|z| <= 1`` moves ``(m, Σz)`` (fixed point) by at most 2 rows in
     L1: the sensitivity :func:`release_moments` charges."""
     z = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, 100), jnp.float32)
-    base, _ = release_moments(jax.random.key(0), z, None, 1.0)
+    base, _ = release_moments(jax.random.key(0), z, None)
     for extra in (-1.0, -0.3, 1.0):
-        more, _ = release_moments(jax.random.key(0), jnp.append(z, extra), None, 1.0)
+        more, _ = release_moments(jax.random.key(0), jnp.append(z, extra), None)
         assert float(jnp.abs(more - base).sum()) <= 2.0
     prior, size = mean_prior([(base, 1.0)])
     assert float(size) == pytest.approx(100.0)
