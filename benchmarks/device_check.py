@@ -112,7 +112,7 @@ def runnable_rows(method: str, m: int) -> tuple[int | None, str]:
     _, refusal = memory_estimate(method, {}, m, FEATURES)
     if refusal is None:
         return m, ""
-    limit = get_learner(method, {}).row_limit(True)
+    limit = get_learner(method, {}).row_limit(True, FEATURES)
     if limit is not None and limit < m and memory_estimate(method, {}, limit, FEATURES)[1] is None:
         return limit, f"{m:,} refused (row limit); ran at the limit {limit:,}"
     return None, f"refused: {refusal}"

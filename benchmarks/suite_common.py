@@ -118,13 +118,14 @@ def load_a9a(directory: Path, test: bool = True) -> tuple[Any, ...]:
     return X, y, Xt, yt
 
 
-def synthetic(m: int, n: int, seed: int = 0, chunk: int = 1_000_000
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """``X`` float32 ``[m, n]`` with integer values ``0..9`` and ``y`` int32 ``[m]`` in {0, 1}
-    from a noisy linear rule on the first (up to) 10 features (about 75% separable), generated
-    chunk by chunk so that no int64 / float64 copy of the full table is ever made."""
+def synthetic(m: int, n: int, seed: int = 0, chunk: int = 1_000_000,
+              dtype: Any = np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` ``[m, n]`` (float32, or ``dtype``) with integer values ``0..9`` and ``y`` int32
+    ``[m]`` in {0, 1} from a noisy linear rule on the first (up to) 10 features (about 75%
+    separable; the rule is drawn from ``seed``), generated chunk by chunk so that no int64 /
+    float64 copy of the full table is ever made."""
     rng = np.random.default_rng(seed)
-    X = np.empty((m, n), np.float32)
+    X = np.empty((m, n), dtype)
     y = np.empty(m, np.int32)
     weights = rng.normal(size=min(n, 10)).astype(np.float32)
     noise = float(np.linalg.norm(weights)) * 2.0

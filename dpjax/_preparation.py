@@ -199,7 +199,8 @@ def prepare(
     # every public limit before any work on the data (encoding, compiling, fitting)
     rows = table.shape[0] if rows is None else rows
     check_limits(config, (rows, table.shape[1]), int(spec.max_codes), len(classes), batch,
-                 private=epsilon is not None, weighted=weights is not None)
+                 private=epsilon is not None, weighted=weights is not None,
+                 regression=regression)
     config.check_request(epsilon is not None, delta)
     if regression:
         clipped, target, target_from_data = encode_targets(
@@ -287,14 +288,18 @@ def memory_limit() -> float:
 
 
 def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_classes: int,
-                 batch: int, *, private: bool, weighted: bool = False) -> None:
+                 batch: int, *, private: bool, weighted: bool = False,
+                 regression: bool = False) -> None:
     """Refuse (with a clear error naming the sizes) a fit beyond a public limit, before any
     compile: more rows than the learner's exact statistics take
     (:meth:`~dpjax.learner.Learner.row_limit`; weighted counts: the fixed-point limit,
     :data:`dpjax.privacy.fixed_point.MAX_ROWS`), or arrays that would not fit in memory
     (instead of an out-of-memory kill). Reads only shapes and hyper-parameters."""
-    limits = [(config.row_limit(private), f"{config.name} fits at most {{}} rows (its exact "
-               "statistics are int32 sums); subsample the data")]
+    limits = [(config.row_limit(private, shape[1]), f"{config.name} fits at most {{}} rows "
+               "(its exact statistics are int32 sums); subsample the data")]
+    if regression and private:
+        limits.append((fixed_point.MAX_ROWS, "regression fits at most {} rows (the prior's "
+                       "target sum is int32); subsample the data"))
     if weighted and config.weighted_row_limit() is not None:
         limits.append((config.weighted_row_limit(), f"{config.name} with sample_weight takes "
                        "at most {} rows (its selection reads the weighted counts in float32, "
@@ -305,7 +310,8 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
     for limit, message in limits:
         if limit is not None and shape[0] > limit:
             raise ValueError(message.format(limit))
-    need = batch * config.footprint(shape[0], shape[1], max_codes, n_classes)
+    need = (batch * config.footprint(shape[0], shape[1], max_codes, n_classes)
+            - (batch - 1) * config.shared_footprint(shape[0], shape[1]))
     limit = memory_limit()
     if need > limit:
         params = config.hyperparams

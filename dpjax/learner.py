@@ -181,9 +181,9 @@ class Learner:
         :func:`dpjax.plots.plot_tree`), or ``None`` when it has none."""
         return None
 
-    def row_limit(self, private: bool) -> int | None:
-        """The most rows a fit takes (a public limit of its exact statistics), or ``None``:
-        :func:`dpjax.fit` refuses more before any work."""
+    def row_limit(self, private: bool, n_features: int) -> int | None:
+        """The most rows a fit of ``n_features`` features takes (a public limit of its exact
+        statistics), or ``None``: :func:`dpjax.fit` refuses more before any work."""
         return None
 
     def weighted_row_limit(self) -> int | None:
@@ -227,6 +227,12 @@ class Learner:
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """A rough upper estimate of the bytes one fit needs (the API refuses fits beyond the
         memory limit instead of running out of memory)."""
+        return 0.0
+
+    def shared_footprint(self, m: int, n: int) -> float:
+        """The part of :meth:`footprint` that many models fitted at once share (the codes and
+        what the fit derives from them alone): a sweep or audit of ``B`` models needs
+        ``B·footprint − (B − 1)·shared``."""
         return 0.0
 
 

@@ -8,16 +8,18 @@ adds float noise to a released value. Instead (Canonne, Kamath & Steinke 2020, �
 1. the value is clipped to its public bound ``[−B, B]`` (1-Lipschitz: the sensitivity holds);
 2. it is put on the grid ``g·Z`` by ``v_int = floor(v / g)``, ``g`` a power of two chosen from
    the public ``Δ``, ``ε`` and ``B`` alone; ``|floor(x) − floor(x')| <= ceil(|x − x'|)``, so the
-   grid values have L1 sensitivity ``Δ_int = ceil(Δ/g) + (coordinates − 1)``;
+   grid values have L1 sensitivity ``Δ_int = ceil(Δ/g) + (coordinates − 1)``, where
+   ``coordinates`` may be the most that one change of the data moves (``touched``);
 3. exact discrete Laplace noise of scale ``t/s >= Δ_int/ε`` is added in integer arithmetic;
 4. the result ``g·clip(v_int + Z, ±2**29)`` is released (the clip and the float conversion are
    post-processing of an exactly distributed integer).
 
 Integer statistics (``integer=True``: counts, or sums of fixed-point weights, computed exactly in
-int32) use ``g = 1``: no rounding at all. Real values get about ``2**GRID_BITS`` grid steps per
-unit of sensitivity, so the rounding is far below the noise; the sensitivity proof needs the
-value itself to be computed exactly (a clipped value, a range), which is why dpjax computes the
-statistics it releases in integer arithmetic.
+int32 or two int32 limbs) use ``g = 1``, no rounding at all, unless ``ε`` is tiny or a public
+bound beyond ``2**28`` sets a coarser power-of-two grid (an exact arithmetic shift). Real values
+get about ``2**GRID_BITS`` grid steps per unit of sensitivity, so the rounding is far below the
+noise; the sensitivity proof needs the value itself to be computed exactly (a clipped value, a
+range), which is why dpjax computes the statistics it releases in integer arithmetic.
 
 The mechanism returns its release *and* its :class:`~dpjax.privacy.Cost`: the
 ``ε`` implied by the noise it actually drew, ``Δ_int·s/t <= ε`` (exact in float32), never a
@@ -34,6 +36,7 @@ from jax.typing import ArrayLike
 
 from dpjax.mechanisms.exact import discrete_laplace, laplace_fraction
 from dpjax.privacy.costs import Cost
+from dpjax.privacy.fixed_point import WideSum, shift_clip
 from dpjax.privacy.rounding import round_up
 
 GRID_BITS = 10
@@ -72,12 +75,16 @@ def _grid_exponent(sensitivity: jax.Array, epsilon: jax.Array,
 def integer_grid(sensitivity: ArrayLike, epsilon: ArrayLike, coordinates: int,
                  bound: ArrayLike | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The grid of an exact integer release (:func:`laplace_mechanism` with ``integer=True``):
-    ``(exponent, step, sensitivity_int)``. Integer statistics stay in int32; the grid is the
-    real-valued one floored at 1 (``> 1`` only for a tiny ``ε`` or a bound beyond 28 bits), a
-    grid value is the statistic shifted right by ``exponent``, and on a coarser grid every
-    changed coordinate can cross one more boundary: a shift of ``v`` units moves a coordinate's
-    grid value by at most ``ceil(|v|/step)``, and the release's integer sensitivity is
-    ``ceil(Δ/step)`` plus ``coordinates − 1`` when ``step > 1``."""
+    ``(exponent, step, sensitivity_int)``. Integer statistics stay in int32 (or two int32
+    limbs, :class:`dpjax.privacy.fixed_point.WideSum`); the grid is the real-valued one floored
+    at 1 (``> 1`` only for a tiny ``ε`` or a bound beyond 28 bits), a grid value is the
+    statistic shifted right by ``exponent``, and on a coarser grid every changed coordinate can
+    cross one more boundary: a shift of ``v`` units moves a coordinate's grid value by at most
+    ``ceil(|v|/step)``, and as ``Σ_i ceil(a_i) <= ceil(Σ_i a_i) + k − 1`` over ``k`` changed
+    coordinates, the release's integer sensitivity is ``ceil(Δ/step)`` plus ``coordinates − 1``
+    when ``step > 1``, where ``coordinates`` is the most coordinates one change of the data
+    moves (one record's under add/remove; under replace-one the removed and the added
+    record's, which may lie in different cells)."""
     sensitivity = jnp.asarray(sensitivity, jnp.float32)
     exponent = jnp.maximum(_grid_exponent(sensitivity, jnp.asarray(epsilon, jnp.float32),
                                           bound), 0)
@@ -105,6 +112,7 @@ def laplace_mechanism(
     bound: ArrayLike | None = None,
     integer: bool = False,
     event_ndim: int | None = None,
+    touched: int | None = None,
     label: str = "",
 ) -> tuple[jax.Array, Cost]:
     """Release ``value`` with exact discrete Laplace noise on a fixed-point grid (``ε``-DP).
@@ -113,8 +121,9 @@ def laplace_mechanism(
       key: PRNG key of this release (never shared with another release).
       value: ``[*batch, *event]``; each ``event`` block (the trailing ``event_ndim`` axes) is
         one release of L1 sensitivity ``sensitivity``; the leading axes are independent
-        releases of the same kind. Integers (``integer=True``) are best passed as int32: they
-        are never converted to float before the noise.
+        releases of the same kind. Integers (``integer=True``) are best passed as int32 (or,
+        beyond int32, as a :class:`~dpjax.privacy.fixed_point.WideSum`): they are never
+        converted to float before the noise.
       sensitivity: ``Δ`` (traced allowed), the L1 sensitivity of one event block.
       epsilon: ``ε`` of one event block (traced allowed).
       bound: public bound ``B``: real values are clipped to ``[−B, B]`` first (needed for real
@@ -124,6 +133,10 @@ def laplace_mechanism(
         :func:`grid_step` floored at 1 (so 1 for counts at any reasonable ``ε``), applied by an
         exact arithmetic shift.
       event_ndim: trailing axes forming one release (default: the whole array is one).
+      touched: the most coordinates of an event block that one change of the data moves
+        (default: all of them; under replace-one, the removed record's and the added one's);
+        on a grid coarser than 1 each adds one unit to the integer sensitivity
+        (:func:`integer_grid`).
       label: how the sensitivity reads in the ledger (e.g. ``"L1 sens. 1"``).
 
     Returns:
@@ -132,13 +145,19 @@ def laplace_mechanism(
     """
     sensitivity = jnp.asarray(sensitivity, jnp.float32)
     epsilon = jnp.asarray(epsilon, jnp.float32)
-    value = jnp.asarray(value)
-    event_ndim = value.ndim if event_ndim is None else event_ndim
-    batch_shape = value.shape[:value.ndim - event_ndim]
-    coordinates = math.prod(value.shape[value.ndim - event_ndim:])
+    wide = isinstance(value, WideSum)
+    if wide and not integer:
+        raise ValueError("a WideSum is an exact integer: release it with integer=True")
+    value = value if wide else jnp.asarray(value)
+    shape = value.hi.shape if wide else value.shape
+    event_ndim = len(shape) if event_ndim is None else event_ndim
+    batch_shape = shape[:len(shape) - event_ndim]
+    coordinates = math.prod(shape[len(shape) - event_ndim:])
+    if touched is not None:
+        coordinates = min(coordinates, touched)
     if integer:
         exponent, step, sensitivity_int = integer_grid(sensitivity, epsilon, coordinates, bound)
-        grid_value = jnp.right_shift(value.astype(jnp.int32), exponent)
+        grid_value = shift_clip(value, exponent, MAX_GRID_VALUE)
     else:
         if bound is None:
             raise ValueError("a real-valued release needs a public bound (it sets the grid)")
@@ -152,7 +171,7 @@ def laplace_mechanism(
     spent = sensitivity_int * s.astype(jnp.float32) / t.astype(jnp.float32)
     spent = jnp.where(s >= 1, spent, jnp.nan)       # scale beyond the sampler: not releasable
     grid_value = jnp.clip(grid_value, -MAX_GRID_VALUE, MAX_GRID_VALUE)
-    noise = discrete_laplace(key, value.shape, t, s)
+    noise = discrete_laplace(key, shape, t, s)
     noisy = jnp.clip(grid_value + noise, -RELEASE_CLIP, RELEASE_CLIP)
     name = "discrete Laplace" + (f" ({label})" if label else "")
     cost = Cost(jnp.broadcast_to(spent, batch_shape), jnp.zeros(batch_shape, jnp.float32), name)

@@ -43,12 +43,15 @@ def class_totals(y: jax.Array, n_classes: int) -> jax.Array:
 
 
 def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
-                         sensitivity: float, unit: int = 1) -> tuple[jax.Array, Cost]:
+                         sensitivity: float, unit: int = 1,
+                         bound: float | None = None) -> tuple[jax.Array, Cost]:
     """The class counts ``totals [C]`` (int32, in units of ``1/unit`` of a record) with exact
     discrete Laplace noise at ``epsilon`` (L1 sensitivity ``sensitivity``: a record is in one
-    class), as float32 records, and the cost."""
+    class), as float32 records, and the cost; ``bound``: the public bound of the totals (in
+    units) beyond ``2**28`` that sets a coarser grid
+    (:func:`dpjax.mechanisms.laplace.integer_grid`)."""
     noisy, cost = laplace_mechanism(key, totals, sensitivity * unit, epsilon, integer=True,
-                                    label=f"L1 sens. {sensitivity:g}")
+                                    bound=bound, label=f"L1 sens. {sensitivity:g}")
     return noisy / unit, cost
 
 

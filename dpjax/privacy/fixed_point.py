@@ -6,9 +6,17 @@ values in units of ``2**−BITS``: boosting weights and gradients, record weight
 counts. A record's value in ``[0, 1]`` is ``floor(v·2**BITS)`` units (rounded down, so it never
 counts for more than it is), and a sum over up to :data:`MAX_ROWS` records stays below
 ``2**31``.
+
+Past :data:`MAX_ROWS` records a sum is still exact, in two int32 limbs (:class:`WideSum`, from
+:func:`exact_segment_sum`: one scatter into per-chunk sums, each exact in int32, then the chunks
+added limb by limb), and a release reads it on a coarser power-of-two grid whose step is set
+from public quantities (:func:`shift_clip`, :func:`dpjax.mechanisms.laplace.laplace_mechanism`).
+JAX has no int64 without x64 mode, which would change every program.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,3 +34,68 @@ that :func:`dpjax.fit` checks before any work for the learners that sum fixed-po
 def to_units(values: ArrayLike) -> jax.Array:
     """``floor(v·2**BITS)`` as int32: the fixed-point units of ``values`` (rounded down)."""
     return jnp.floor(jnp.asarray(values) * UNIT).astype(jnp.int32)
+
+
+WIDE_MAX_ROWS = 2**28 - 1
+"""The most records of a fit that sums wide (:func:`exact_segment_sum`): its class counts,
+released on a grid of one record, stay within the Laplace mechanism's ``2**28`` grid steps."""
+CHUNK_BITS = 22
+"""Rows per chunk of a wide sum, ``2**CHUNK_BITS``: a chunk's sum of values within
+``±2**(31 − CHUNK_BITS − 1) = ±2**8`` units (a record's fixed-point statistic in ``[−1, 1]``)
+is exact in int32."""
+LIMB_BITS = 16
+"""The low limb of a :class:`WideSum` holds ``LIMB_BITS`` bits."""
+
+
+class WideSum(NamedTuple):
+    """An exact integer sum beyond int32, ``hi·2**16 + lo`` with ``0 <= lo < 2**16`` (the
+    canonical pair: equal sums are equal pairs), elementwise."""
+
+    hi: jax.Array
+    lo: jax.Array
+
+
+def wide_total(parts: jax.Array, axis: int = 0) -> WideSum:
+    """The exact sum of int32 ``parts`` along ``axis`` (each part exact, at most ``2**15`` of
+    them) as a canonical :class:`WideSum`: high and low limbs summed apart, then the low limb's
+    carry moved up."""
+    mask = jnp.int32(2**LIMB_BITS - 1)
+    hi = jnp.sum(jnp.right_shift(parts, LIMB_BITS), axis=axis)    # arithmetic: floor
+    lo = jnp.sum(jnp.bitwise_and(parts, mask), axis=axis)
+    return WideSum(hi + jnp.right_shift(lo, LIMB_BITS), jnp.bitwise_and(lo, mask))
+
+
+def exact_segment_sum(values: jax.Array, segments: jax.Array,
+                      num_segments: int) -> jax.Array | WideSum:
+    """``jax.ops.segment_sum`` of int32 fixed-point ``values [m, ...]`` (each within
+    ``±2**8`` units), exact for any ``m <= WIDE_MAX_ROWS``: the int32 sums up to
+    :data:`MAX_ROWS` rows, beyond that a :class:`WideSum` (one scatter into ``⌈m/2**22⌉``
+    chunks' sums, each exact in int32, then :func:`wide_total`). Which one is static (the
+    shape); both hold the same exact integers, and a release reads either through
+    :func:`shift_clip`."""
+    m = values.shape[0]
+    if m <= MAX_ROWS:
+        return jax.ops.segment_sum(values, segments, num_segments)
+    n_chunks = -(-m // 2**CHUNK_BITS)
+    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
+    parts = jax.ops.segment_sum(values, chunk * num_segments + segments,
+                                n_chunks * num_segments)
+    return wide_total(parts.reshape((n_chunks, num_segments) + values.shape[1:]))
+
+
+def shift_clip(value: jax.Array | WideSum, exponent: ArrayLike, limit: int) -> jax.Array:
+    """``clip(floor(v / 2**exponent), −limit, limit)`` as int32, exactly, for an int32 ``v``
+    or a :class:`WideSum` (``0 <= exponent <= 31``, traced allowed; ``limit <= 2**28``): the
+    grid value of an integer release. For a wide ``v = hi·2**16 + lo`` the floor is
+    ``hi >> (e − 16)`` when ``e >= 16``, else ``hi·2**(16 − e) + (lo >> e)`` with ``hi`` first
+    saturated at ``±2**(13 + e)`` (beyond it the result is beyond ``±2**29 − 2**16``, clipped
+    to ``±limit`` either way), so nothing overflows."""
+    exponent = jnp.asarray(exponent, jnp.int32)
+    if not isinstance(value, WideSum):
+        return jnp.clip(jnp.right_shift(jnp.asarray(value, jnp.int32), exponent), -limit, limit)
+    low_shift = jnp.minimum(exponent, LIMB_BITS)
+    saturation = jnp.left_shift(jnp.int32(1), 13 + low_shift)
+    hi = jnp.clip(value.hi, -saturation, saturation)
+    below = jnp.left_shift(hi, LIMB_BITS - low_shift) + jnp.right_shift(value.lo, low_shift)
+    above = jnp.right_shift(value.hi, jnp.maximum(exponent - LIMB_BITS, 0))
+    return jnp.clip(jnp.where(exponent >= LIMB_BITS, above, below), -limit, limit)

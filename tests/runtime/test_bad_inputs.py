@@ -171,6 +171,23 @@ def test_memory_guard_refuses_huge_models_instead_of_running_out(data, monkeypat
                     n_trees=300, depth=12)
 
 
+def test_many_models_at_once_count_the_shared_codes_once(monkeypatch):
+    """A sweep of ``B`` boosted models needs ``B·footprint − (B − 1)·shared``: the codes (and
+    the oblivious trees' packed codes) are read by every model, not copied per model."""
+    from dpjax._preparation import check_limits
+    from dpjax.ensembles.newton import Boosted
+
+    config = Boosted()                       # "auto" on 123 features: oblivious trees too
+    shape = (32_561, 123)
+    one, shared = config.footprint(*shape, 2, 2), config.shared_footprint(*shape)
+    assert 0 < shared < one
+    monkeypatch.setenv("DPJAX_MEMORY_LIMIT_GB", str((256 * one - 255 * shared) / 2**30 * 1.01))
+    check_limits(config, shape, 2, 2, 256, private=True)
+    monkeypatch.setenv("DPJAX_MEMORY_LIMIT_GB", str((256 * one - 255 * shared) / 2**30 * 0.99))
+    with pytest.raises(ValueError, match="256 models at once"):
+        check_limits(config, shape, 2, 2, 256, private=True)
+
+
 def test_limits_are_checked_before_any_work_on_the_data(data, monkeypatch):
     """Row and memory limits read shapes and hyper-parameters only, so they refuse before the
     data is encoded (and before anything compiles)."""
@@ -184,7 +201,7 @@ def test_limits_are_checked_before_any_work_on_the_data(data, monkeypatch):
     X, y = data
     with pytest.raises(ValueError, match="GiB"):
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
-    monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit", lambda self, private: 10)
+    monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit", lambda self, private, n: 10)
     with pytest.raises(ValueError, match="at most 10 rows"):
         dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS)
 

@@ -132,6 +132,7 @@ from dpjax.privacy.composition import (
     round_rho,
     zcdp_budget,
 )
+from dpjax.privacy.fixed_point import WideSum
 from dpjax.privacy.rounding import round_down
 from dpjax.trees.dense import DenseTree
 from dpjax.trees.grow import random_splits
@@ -157,6 +158,9 @@ sensitivity instead of half; the released hessian sums are divided by it (post-p
 Measured on abalone, winewhite and winered (10 splits × 4 seeds, ε = 0.1 and 1) against 1 and
 0.25: no weight was best everywhere; 0.5 was the best or within 0.01 of it on abalone and
 winewhite."""
+MOMENTS_BOUND = float(2**31)
+"""The public bound (units) of the regression prior's row count and target sum: a regression
+fits at most :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows, ``2**31`` units."""
 STEP_CLIP = 2.0
 """A round moves a cell's score (log-odds) by at most this much."""
 GAUSSIAN_CELL_BOUND = 2.0**16
@@ -346,11 +350,14 @@ def release_moments(key: jax.Array, z: jax.Array,
     (int32 units of ``2**−GRAD_BITS``) with exact discrete Laplace noise, as float32 rows;
     exact without DP. L1 sensitivity 2 rows under either relation: adding or removing a
     record moves the count by ``2**GRAD_BITS`` units and the sum by at most that (``|z| <=
-    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``."""
+    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``.
+    Both are within the public bound :data:`MOMENTS_BOUND` (``MAX_ROWS`` rows), whose grid
+    (8 units) keeps a count past ``2**20`` rows from clipping at the mechanism's ``2**28``
+    grid steps."""
     units = jnp.stack([jnp.int32(z.shape[0]) * GRAD_UNIT, fixed_point.to_units(z).sum()])
     if epsilon is None:
         return units.astype(jnp.float32) / GRAD_UNIT, None
-    noisy, cost = release_class_counts(key, units, epsilon, 2.0, GRAD_UNIT)
+    noisy, cost = release_class_counts(key, units, epsilon, 2.0, GRAD_UNIT, MOMENTS_BOUND)
     return noisy.astype(jnp.float32), cost
 
 
@@ -492,22 +499,41 @@ def round_sensitivity(sensitivity: float, n_classes: int = 2) -> float:
     return round_units(sensitivity, n_classes) / GRAD_UNIT
 
 
-def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity: float,
-                 noise: str, delta: float, n_classes: int = 2) -> tuple[jax.Array, Cost]:
+def sums_bound(size: ArrayLike) -> jax.Array:
+    """The public bound of a round's cell sums (units) that sets a Laplace release's grid:
+    ``2·ñ`` rows (``ñ`` the released size; a record's ``|g|, h <= 1``), so that the grid is 1
+    unit up to ``ñ = 2**19`` rows and coarsens to keep every sum within the mechanism's
+    ``2**28`` grid steps beyond (:func:`dpjax.mechanisms.laplace.integer_grid`): past
+    :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows the sums are wide
+    (:func:`dpjax.privacy.fixed_point.exact_segment_sum`). Capped at ``2**44`` units (a grid of
+    at most ``2**16`` units)."""
+    return jnp.minimum(2.0 * jnp.maximum(jnp.asarray(size, jnp.float32), 1.0) * GRAD_UNIT,
+                       2.0**44)
+
+
+def release_sums(key: jax.Array, sums: jax.Array | WideSum, budget: jax.Array,
+                 sensitivity: float, noise: str, delta: float, n_classes: int = 2,
+                 bound: ArrayLike | None = None) -> tuple[jax.Array, Cost]:
     """One round's cell sums ``[C, 2]`` (``[C, K, 2]`` for ``n_classes = K > 2``; the squared
     loss's for ``n_classes = 1``; both Laplace only: L1 sensitivity :func:`round_units`)
-    (int32 units of ``2**−GRAD_BITS``) released as float
+    (int32 units of ``2**−GRAD_BITS``, or wide past
+    :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows) released as float
     ``(G̃, H̃)``. A record's floored ``(g, h)`` moves one cell by at most ``2**GRAD_BITS + 2``
     units in L1 and, as ``g² + h² <= 1`` (``max_p p²(1 + (1 − p)²) = 1``), by at most
     ``2**GRAD_BITS + √2`` in L2; times ``sensitivity`` (2 under replace-one).
 
-    * ``"laplace"``: exact discrete Laplace on the integer sums at ``ε = budget``;
+    * ``"laplace"``: exact discrete Laplace on the integer sums at ``ε = budget``, on the grid
+      that the public ``bound`` (:func:`sums_bound`) sets; a record changes the ``2K`` (2 with
+      two classes or for regression) sums of one cell, and replacing one changes those of up
+      to two cells, so on a grid coarser than a unit the integer sensitivity grows by
+      ``touched − 1`` with ``touched = 2K`` (add/remove) or ``4K`` (replace-one,
+      ``sensitivity`` 2; :func:`dpjax.mechanisms.laplace.integer_grid`), not by the cells'
+      count;
     * ``"gaussian"``: the sums clipped to ``±GAUSSIAN_CELL_BOUND`` rows (exact in float32), the
       discrete Gaussian at ``ρ = budget`` with L2 sensitivity ``sensitivity·(1 + 2**−7)`` and
       the bound :func:`cell_bound`."""
     if noise == "gaussian":
-        units = jnp.clip(sums, -int(GAUSSIAN_CELL_BOUND) * GRAD_UNIT,
-                         int(GAUSSIAN_CELL_BOUND) * GRAD_UNIT)
+        units = fixed_point.shift_clip(sums, 0, int(GAUSSIAN_CELL_BOUND) * GRAD_UNIT)
         l2 = round_sensitivity(sensitivity)
         return gaussian_mechanism(
             key, units.astype(jnp.float32) * (1.0 / GRAD_UNIT), l2, budget,
@@ -517,8 +543,11 @@ def release_sums(key: jax.Array, sums: jax.Array, budget: jax.Array, sensitivity
     label = {1: f"L1 sens. {units / GRAD_UNIT:.4g} (clipped residuals)",
              2: f"L1 sens. {sensitivity:g}·(1 + 2^-{GRAD_BITS - 1})"}.get(
         n_classes, f"L1 sens. {units / GRAD_UNIT:.4g} ({n_classes} classes)")
-    noisy, cost = laplace_mechanism(key, sums, units, budget, integer=True,
-                                    event_ndim=sums.ndim, label=label)
+    shape = sums.hi.shape if isinstance(sums, WideSum) else sums.shape
+    noisy, cost = laplace_mechanism(key, sums, units, budget, bound=bound, integer=True,
+                                    event_ndim=len(shape),
+                                    touched=math.ceil(sensitivity) * math.prod(shape[1:]),
+                                    label=label)
     return noisy / GRAD_UNIT, cost
 
 
@@ -563,22 +592,24 @@ def oblivious_shares(share: ArrayLike, levels: int) -> Shares:
 
 
 def individual_losses(stats: jax.Array, leaves_epsilon: ArrayLike, level_epsilon: ArrayLike,
-                      levels: int, cells: int) -> jax.Array:
+                      levels: int, bound: ArrayLike | None) -> jax.Array:
     """Each record's privacy loss in one round (add/remove), ``[m]``, from its integer
     contributions ``(g, h)`` (``[m, 2]`` fixed-point units), ``docs/individual_filter.md``:
 
     * the exact Laplace release of the ``[cells, 2]`` sums at ``ε_r`` (L1 sensitivity
       ``Δ = 2**GRAD_BITS + 2`` units) on its integer grid of step ``s`` and sensitivity
-      ``Δ_s`` (:func:`dpjax.mechanisms.laplace.integer_grid`: ``s = 1``, ``Δ_s = Δ`` unless
-      ``ε_r`` is tiny) costs it ``ε_r·(⌈|g|/s⌉ + ⌈|h|/s⌉)/Δ_s``: its own shift of its cell's
-      two grid values, at the noise's rate per grid unit (at most ``ε_r/Δ_s``);
+      ``Δ_s`` (:func:`dpjax.mechanisms.laplace.integer_grid` with the release's public
+      ``bound``, :func:`sums_bound`, and its 2 touched coordinates: ``s = 1``, ``Δ_s = Δ``
+      unless ``ε_r`` is tiny or the data large) costs it ``ε_r·(⌈|g|/s⌉ + ⌈|h|/s⌉)/Δ_s``:
+      its own shift of its cell's two grid values, at the noise's rate per grid unit (at most
+      ``ε_r/Δ_s``);
     * each of ``levels`` permute-and-flip draws at ``ε_l`` over utilities of sensitivity
       ``2**GRAD_BITS`` costs it ``ε_l·|g|/2**8 + σ`` where ``g ≠ 0`` (it moves every level gain
       by at most ``|g|``; ``σ`` the draw's float slack,
       :data:`dpjax.mechanisms.exponential.GAMMA_SLACK`)."""
     leaves_epsilon = jnp.asarray(leaves_epsilon, jnp.float32)
     _, step, sensitivity_int = integer_grid(round_sensitivity(1.0) * GRAD_UNIT, leaves_epsilon,
-                                            2 * cells)
+                                            2, bound)
     g = jnp.abs(stats[:, 0]).astype(jnp.float32)
     h = jnp.abs(stats[:, 1]).astype(jnp.float32)
     leaves = leaves_epsilon * (jnp.ceil(g / step) + jnp.ceil(h / step)) / sensitivity_int
@@ -589,16 +620,16 @@ def individual_losses(stats: jax.Array, leaves_epsilon: ArrayLike, level_epsilon
 
 def filter_records(stats: jax.Array, spent: jax.Array, cap: ArrayLike, leaves_epsilon: ArrayLike,
                    level_epsilon: ArrayLike, levels: int,
-                   cells: int) -> tuple[jax.Array, jax.Array]:
+                   bound: ArrayLike | None) -> tuple[jax.Array, jax.Array]:
     """The individual filter (Feldman & Zrnic 2021, pure form): each record's contributions
     scaled by ``w = min(1, (cap − spent)/loss)`` and truncated towards zero (so ``|w·g|`` never
     grows), ``w = 0`` once its budget is spent, and the loss it then spends
     (:func:`individual_losses`), at most ``cap − spent``. Returns ``(stats, loss)``."""
-    full = individual_losses(stats, leaves_epsilon, level_epsilon, levels, cells)
+    full = individual_losses(stats, leaves_epsilon, level_epsilon, levels, bound)
     left = jnp.maximum(jnp.asarray(cap, jnp.float32) - spent, 0.0)
     weight = jnp.where(full > left, left / jnp.maximum(full, 1e-30), 1.0)
     kept = jnp.trunc(weight[:, None] * stats.astype(jnp.float32)).astype(jnp.int32)
-    loss = individual_losses(kept, leaves_epsilon, level_epsilon, levels, cells)
+    loss = individual_losses(kept, leaves_epsilon, level_epsilon, levels, bound)
     # a loss that is not proportional (a coarse grid's ceilings, a draw's slack) may still
     # exceed what is left after scaling: such a record sits the round out
     over = loss > left
@@ -809,6 +840,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                 [(counts, fixed["laplace"]), (again, filter_budget)])[0], prior)
         use_oblivious = chosen["use_oblivious"]
         scale, select = chosen["scale"], chosen["select"]
+        bound = sums_bound(size)
         ridge = 1.0 + jnp.asarray(regularisation, jnp.float32) * jnp.sqrt(rounds) * scale
         variance = scale**2 * jnp.where(chosen["gaussian"], 1.0, 2.0)
         # the individual filter: every record's rounds within what the prior leaves
@@ -820,7 +852,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         rounds = jnp.float32({"random": n_trees, "oblivious": oblivious_trees}.get(
             shape, cyclic_most))
         ridge, variance = jnp.float32(1.0), jnp.float32(0.0)
-        resolution, select = jnp.float32(max_ordered), None
+        resolution, select, bound = jnp.float32(max_ordered), None, None
     # data-independent structures: random trees, and a random order of the features (round
     # r of the cyclic shape visits feature order[r mod n])
     k_trees, k_order = jax.random.split(structure_key)
@@ -884,13 +916,15 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         loss = jnp.zeros((0,), jnp.float32)
         if filtered:
             stats, loss = filter_records(stats, spent, filter_cap, plans["laplace"]["budget"],
-                                         select, depth if has_oblivious else 0, n_cells)
+                                         select, depth if has_oblivious else 0, bound)
         gradient = None
         if has_oblivious:           # the level draws' utilities (two classes)
             gradient = stats[:, 0] if private else fixed_point.to_units(
                 jax.nn.sigmoid(score) - y.astype(jnp.float32))
         cell, split = round_cells(gradient, r, f)
-        return (cell, jax.ops.segment_sum(stats, cell, n_cells), loss, *split)
+        sums = (fixed_point.exact_segment_sum(stats, cell, n_cells) if private
+                else jax.ops.segment_sum(stats, cell, n_cells))
+        return (cell, sums, loss, *split)
 
     def dead_round(score: jax.Array, spent: jax.Array, r: jax.Array,
                    f: jax.Array) -> tuple[jax.Array, ...]:
@@ -908,7 +942,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
             k_round = jax.random.fold_in(k_rounds, r)
             released = [release_sums(k_round if i == 0 else jax.random.fold_in(k_round, i),
                                      sums, plans[kind]["budget"], sensitivity, kind, delta,
-                                     n_classes)
+                                     n_classes, bound)
                         for i, kind in enumerate(kinds)]
             if len(released) == 2:
                 sums = jnp.where(pick, released[1][0], released[0][0])

@@ -117,9 +117,20 @@ class Boosted(Learner):
             raise ValueError("noise='gaussian' composes in zCDP and needs delta > 0 (e.g. "
                              "delta=1e-6); with delta=0 use noise='laplace'")
 
-    def row_limit(self, private: bool) -> int | None:
-        """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`)."""
-        return fixed_point.MAX_ROWS if private else None
+    def row_limit(self, private: bool, n_features: int) -> int | None:
+        """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`) exactly:
+        the cyclic and random shapes' cell sums past
+        :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows too (wide sums, up to
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`); oblivious trees' level utilities and
+        the individual filter's int32 sums up to ``MAX_ROWS`` (a configuration that may boost
+        oblivious trees: ``shape="oblivious"``, or ``"auto"`` on
+        :data:`~dpjax.ensembles.newton.boosting.MANY_FEATURES` features or more)."""
+        if not private:
+            return None
+        oblivious = self.shape == "oblivious" or (self.shape == "auto"
+                                                  and n_features >= boosting.MANY_FEATURES)
+        narrow = oblivious or self.individual > 1.0
+        return fixed_point.MAX_ROWS if narrow else fixed_point.WIDE_MAX_ROWS
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
@@ -178,10 +189,21 @@ class Boosted(Learner):
                                          spec.n_features)
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
-        """The codes and per-record statistics, the rounds' moves and the random trees."""
+        """The codes, the per-record statistics, the rounds' moves and the random trees. The
+        codes: their host and device copies, a transposed copy for the cyclic shape, and for
+        oblivious trees the packed int32 codes of the level histograms (``24·m·n`` in all).
+        The records: scores, fixed-point statistics, cells and the scan's buffers, measured
+        at about 100 bytes a record (3e7 x 20 codes, random shape: 3.1 GB of peak resident
+        memory beyond the data, ``benchmarks/bench_large_rows.py``)."""
         rounds = max_rounds(n, self.shape, self.n_trees, self.passes, self.focus,
                             self.oblivious_trees)
         cells = max(max_codes, 2**self.depth)
         classes = n_classes if n_classes > 2 else 1
-        return (24.0 * m * n + 16.0 * m * classes
+        return (self.shared_footprint(m, n) + 64.0 * m * classes
                 + 16.0 * rounds * (cells + 2**self.depth) * classes)
+
+    def shared_footprint(self, m: int, n: int) -> float:
+        """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""
+        oblivious = self.shape == "oblivious" or (self.shape == "auto"
+                                                  and n >= boosting.MANY_FEATURES)
+        return (24.0 if oblivious else 2.0 + (self.shape != "random")) * m * n

@@ -29,26 +29,26 @@ def test_a_record_loses_in_proportion_to_its_own_contributions():
     ``ε_l·|g|/2⁸`` plus its float slack: a record at full sensitivity loses the round's whole
     budget or less."""
     stats = jnp.array([[GRAD_UNIT, 0], [-GRAD_UNIT, 0], [-100, 60], [0, 0]], jnp.int32)
-    loss = np.asarray(individual_losses(stats, 0.6, 0.1, 4, cells=16))
+    loss = np.asarray(individual_losses(stats, 0.6, 0.1, 4, bound=None))
     slack = 4 * GAMMA_SLACK
     np.testing.assert_allclose(loss, [0.6 * 256 / 258 + 0.4 + slack, 0.6 * 256 / 258 + 0.4
                                       + slack, 0.6 * 160 / 258 + 0.4 * 100 / 256 + slack, 0.0],
                                rtol=1e-6)
     worst = gradient_stats(jnp.linspace(-30.0, 30.0, 2001), jnp.zeros(2001), private=True)
-    assert float(individual_losses(worst, 1.0, 0.0, 0, cells=16).max()) <= 1.0
+    assert float(individual_losses(worst, 1.0, 0.0, 0, bound=None).max()) <= 1.0
 
 
-@pytest.mark.parametrize("cells", [2, 16])
-def test_on_a_coarse_grid_a_record_loses_its_grid_shift(cells):
-    """A tiny ``ε_r`` releases the sums on a grid of step ``s > 1`` with a larger integer
-    sensitivity (:func:`dpjax.mechanisms.laplace.integer_grid`): a record that moves its cell's
-    two grid values by ``⌈|g|/s⌉ + ⌈|h|/s⌉`` loses that many grid units at the noise's rate
-    (a small record far more than its proportional share)."""
-    epsilon = 2e-5
-    _, step, sensitivity_int = integer_grid(258.0, epsilon, 2 * cells)
+@pytest.mark.parametrize(("epsilon", "bound"), [(2e-5, None), (0.5, 2.0**34)])
+def test_on_a_coarse_grid_a_record_loses_its_grid_shift(epsilon, bound):
+    """A tiny ``ε_r``, or a large released size (the sums' public bound), releases the sums on
+    a grid of step ``s > 1`` with a larger integer sensitivity
+    (:func:`dpjax.mechanisms.laplace.integer_grid`, a record touching 2 coordinates): a record
+    that moves its cell's two grid values by ``⌈|g|/s⌉ + ⌈|h|/s⌉`` loses that many grid units
+    at the noise's rate (a small record far more than its proportional share)."""
+    _, step, sensitivity_int = integer_grid(258.0, epsilon, 2, bound)
     assert float(step) > 1
     stats = jnp.array([[1, 1], [-256, 2], [40, 63]], jnp.int32)
-    loss = np.asarray(individual_losses(stats, epsilon, 0.0, 0, cells=cells))
+    loss = np.asarray(individual_losses(stats, epsilon, 0.0, 0, bound=bound))
     shift = np.ceil(np.abs(np.asarray(stats)) / float(step)).sum(1)
     np.testing.assert_allclose(loss, epsilon * shift / float(sensitivity_int), rtol=1e-6)
     assert loss[0] > 2 * epsilon * 2 / 258      # a tiny record: far above its share
@@ -63,11 +63,11 @@ def test_the_filter_never_lets_a_record_spend_past_its_cap():
     for _ in range(40):
         stats = jnp.asarray(np.stack([rng.integers(-256, 257, 500), rng.integers(0, 65, 500)],
                                      -1), jnp.int32)
-        kept, loss = filter_records(stats, spent, cap, 0.2, 0.03, 3, cells=16)
+        kept, loss = filter_records(stats, spent, cap, 0.2, 0.03, 3, bound=None)
         assert np.all(np.abs(np.asarray(kept)) <= np.abs(np.asarray(stats)))
         np.testing.assert_allclose(np.asarray(loss), np.asarray(individual_losses(
-            kept, 0.2, 0.03, 3, cells=16)) * (np.asarray(loss) > 0), rtol=1e-6)
-        full = np.asarray(individual_losses(stats, 0.2, 0.03, 3, cells=16))
+            kept, 0.2, 0.03, 3, bound=None)) * (np.asarray(loss) > 0), rtol=1e-6)
+        full = np.asarray(individual_losses(stats, 0.2, 0.03, 3, bound=None))
         fits = np.asarray(spent) + full <= cap
         np.testing.assert_array_equal(np.asarray(kept)[fits], np.asarray(stats)[fits])
         spent = spent + loss
@@ -113,7 +113,7 @@ def test_the_mode_refuses_what_it_cannot_prove():
     with pytest.raises(ValueError, match="at least 1"):
         dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=bounds, individual=0.5, key=0)
     with pytest.raises(ValueError, match="too small"):      # a round beyond its sampler
-        dpjax.fit(X, y, method="boosted", epsilon=1e-8, bounds=bounds, individual=1.5, key=0)
+        dpjax.fit(X, y, method="boosted", epsilon=1e-10, bounds=bounds, individual=1.5, key=0)
     model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=bounds, individual=1.5,
                       key=0)
     assert model.privacy.epsilon <= 1.0

@@ -1,0 +1,107 @@
+"""Boosting past 2**23 rows (issue 30, item 4): the cell sums go wide
+(:func:`dpjax.privacy.fixed_point.exact_segment_sum`) without changing a single released value,
+and the public row limits say which configurations may."""
+
+from __future__ import annotations
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax import _preparation
+from dpjax.ensembles.newton import Boosted, boosting
+from dpjax.ensembles.newton.boosting import MANY_FEATURES
+from dpjax.mechanisms import laplace
+from dpjax.privacy import fixed_point
+
+
+def toy(m: int, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n_classes)
+    X = rng.uniform(0.0, 1.0, size=(m, 4))
+    y = (X[:, 0] * n_classes + rng.normal(scale=0.3, size=m)).astype(int) % n_classes
+    return X, y
+
+
+def fits(X: np.ndarray, y: np.ndarray, configs: list[dict]) -> list[list[np.ndarray]]:
+    out = []
+    for params in configs:
+        model = dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=(0.0, 1.0), key=5,
+                          classes=sorted(set(y.tolist())), n_trees=4, **params)
+        assert model.privacy.epsilon <= 1.0
+        out.append([np.asarray(leaf) for leaf in jax.tree.leaves(model.params)])
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("bound", [None, 2.0**34, 2.0**44])
+def test_wide_sums_release_the_same_models_bit_for_bit(monkeypatch, n_classes, bound):
+    """With the int32 limit lowered to 300 rows (chunks of 128), a 1,000-row fit takes the wide
+    path and gives the same model, bit for bit, for the random and cyclic shapes, Laplace
+    rounds under either relation and (two classes) Gaussian rounds: both paths hold the same
+    exact integers. With the sums' public bound raised as a released size of ``2**25`` or
+    ``2**35`` rows would (grids of 64 and ``2**16`` units), the wide sums' grid values are
+    read through every branch of :func:`dpjax.privacy.fixed_point.shift_clip`."""
+    if bound is not None:
+        monkeypatch.setattr(boosting, "sums_bound", lambda size: jnp.float32(bound))
+    X, y = toy(1_000, n_classes)
+    configs = [{"shape": "random", "depth": 3}, {"shape": "cyclic"},
+               {"shape": "random", "depth": 3, "neighbouring": "replace_one"}]
+    if n_classes == 2:
+        configs.append({"shape": "random", "depth": 3, "noise": "gaussian", "delta": 1e-6})
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    narrow = fits(X, y, configs)
+    monkeypatch.setattr(fixed_point, "MAX_ROWS", 300)
+    monkeypatch.setattr(fixed_point, "CHUNK_BITS", 7)
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    wide = fits(X, y, configs)
+    for a, b in zip(narrow, wide, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_a_coarse_grid_charges_every_coordinate_a_change_moves(monkeypatch):
+    """On a coarse grid a round's integer sensitivity is ``⌈Δ/s⌉ + touched − 1``: 2
+    coordinates under add/remove (one record's cell), 4 under replace-one (the removed and the
+    added record may lie in two cells)."""
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["touched"])
+        return laplace.laplace_mechanism(*args, **kwargs)
+
+    monkeypatch.setattr(boosting, "laplace_mechanism", spy)
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    X, y = toy(200, 2)
+    for neighbouring in ("add_remove", "replace_one"):
+        dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=(0.0, 1.0), key=0,
+                  shape="random", n_trees=2, neighbouring=neighbouring)
+    assert sorted(set(seen)) == [2, 4]
+
+
+def test_the_row_limit_is_wide_only_where_every_sum_is():
+    """The cyclic and random shapes take up to ``WIDE_MAX_ROWS`` rows; a configuration that may
+    boost oblivious trees or filters records stays at ``MAX_ROWS``; without DP there is none."""
+    wide, narrow = fixed_point.WIDE_MAX_ROWS, fixed_point.MAX_ROWS
+    assert Boosted(shape="random").row_limit(True, 20) == wide
+    assert Boosted(shape="cyclic").row_limit(True, 200) == wide
+    assert Boosted().row_limit(True, MANY_FEATURES - 1) == wide
+    assert Boosted().row_limit(True, MANY_FEATURES) == narrow
+    assert Boosted(shape="oblivious").row_limit(True, 5) == narrow
+    assert Boosted(shape="random", individual=2.0).row_limit(True, 5) == narrow
+    assert Boosted(shape="oblivious").row_limit(False, 5) is None
+
+
+def test_regression_and_narrow_configurations_refuse_past_the_int32_rows():
+    """The refusals read only the shape, before any work."""
+    shape = (fixed_point.MAX_ROWS + 1, 3)
+    _preparation.check_limits(Boosted(shape="random"), shape, 10, 2, 1, private=True)
+    with pytest.raises(ValueError, match="regression fits at most 8388607 rows"):
+        _preparation.check_limits(Boosted(shape="random"), shape, 10, 1, 1, private=True,
+                                  regression=True)
+    with pytest.raises(ValueError, match="boosted fits at most 8388607 rows"):
+        _preparation.check_limits(Boosted(shape="oblivious"), shape, 10, 2, 1, private=True)
