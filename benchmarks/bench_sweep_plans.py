@@ -3,11 +3,18 @@ a loop of 256 ``dpjax.fit`` calls, on the machine it runs on (issue 30).
 
     python -m benchmarks.bench_sweep_plans             # a9a, 16 ε x 16 seeds
     python -m benchmarks.bench_sweep_plans --quick     # banknote, 4 x 4
+    python -m benchmarks.bench_sweep_plans --shape random   # 20 random trees of depth 6
 
 Each plan: its compile (the first call's ``compile_s``) and the warm call's wall and ``run_s``
 (median of ``--repeats``); the loop: one compiling fit, then every model's warm fit. Every plan
 gives the same models bit for bit (``tests/runtime/test_sweep_parallel.py``); the report says
-which plan ``"auto"`` takes here. Writes ``benchmarks/results/bench_sweep_plans_<device>.md``.
+which plan ``"auto"`` takes here. Writes ``benchmarks/results/bench_sweep_plans_<device>.md``
+(``bench_sweep_plans_random_<device>.md`` with ``--shape random``).
+
+The defaults' ``shape="auto"`` holds three branches (cyclic, random and, on a9a's 123
+features, oblivious trees) and a schedule of up to hundreds of rounds: a mapped sweep runs the
+branch and the rounds each model takes, a vectorised one runs every branch and round for all
+models, masked. ``--shape random`` (20 trees x depth 6) has one branch and 20 rounds.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import dpjax
 from benchmarks import harness
 from benchmarks.suite_common import A9A_FIT, load_a9a
 
+RANDOM = {"shape": "random", "n_trees": 20, "depth": 6}
 
-def run(quick: bool, repeats: int) -> str:
+
+def run(quick: bool, repeats: int, shape: str) -> str:
     load_at_start = harness.load_average()
     if quick:
         X, y = dpjax.load_dataset("banknote")
@@ -33,6 +42,8 @@ def run(quick: bool, repeats: int) -> str:
     else:
         X, y = load_a9a(harness.data_dir(), test=False)
         data, n_eps, n_seeds, name = A9A_FIT, 16, 16, "a9a"
+    if shape == "random":
+        data = {**data, **RANDOM}
     epsilons = list(np.geomspace(0.1, 10.0, n_eps))
     models = n_eps * n_seeds
     rows = []
@@ -66,10 +77,13 @@ def run(quick: bool, repeats: int) -> str:
     loop_wall = rows[-1][2]
     seeds_by_map, grid_by_map = dpjax._api.sweep_plan("auto", dpjax.learners.get_learner(
         "boosted"))
-    lines = ["# 256 boosted models: sweep plans against a loop" if not quick else
-             f"# {models} boosted models: sweep plans against a loop (quick)", "",
-             f"`python -m benchmarks.bench_sweep_plans{' --quick' if quick else ''}` — "
-             f"{name} ({X.shape[0]} rows x {X.shape[1]}), `boosted` defaults, {n_eps} ε "
+    flags = (" --quick" if quick else "") + (f" --shape {shape}" if shape != "auto" else "")
+    what = ("`boosted` defaults" if shape == "auto"
+            else "`boosted` with shape='random', 20 trees x depth 6")
+    lines = [f"# {models} boosted models: sweep plans against a loop"
+             + (" (quick)" if quick else ""), "",
+             f"`python -m benchmarks.bench_sweep_plans{flags}` — "
+             f"{name} ({X.shape[0]} rows x {X.shape[1]}), {what}, {n_eps} ε "
              f"(0.1..10) x {n_seeds} seeds; warm: median of {repeats}. On this backend "
              f"(`{jax.default_backend()}`) `parallel='auto'` "
              f"{'maps' if seeds_by_map else 'vectorises'} the seeds and "
@@ -92,10 +106,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--shape", choices=("auto", "random"), default="auto",
+                        help="the defaults (auto) or 20 random trees of depth 6")
     args = parser.parse_args()
-    report = run(args.quick, args.repeats)
+    report = run(args.quick, args.repeats, args.shape)
     print(report)
-    harness.write_report("bench_sweep_plans" + ("_quick" if args.quick else ""), report)
+    harness.write_report("bench_sweep_plans" + ("_random" if args.shape == "random" else "")
+                         + ("_quick" if args.quick else ""), report)
 
 
 if __name__ == "__main__":
