@@ -127,9 +127,7 @@ class Boosted(Learner):
         :data:`~dpjax.ensembles.newton.boosting.MANY_FEATURES` features or more)."""
         if not private:
             return None
-        oblivious = self.shape == "oblivious" or (self.shape == "auto"
-                                                  and n_features >= boosting.MANY_FEATURES)
-        narrow = oblivious or self.individual > 1.0
+        narrow = self.may_grow_oblivious(n_features) or self.individual > 1.0
         return fixed_point.MAX_ROWS if narrow else fixed_point.WIDE_MAX_ROWS
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
@@ -204,6 +202,12 @@ class Boosted(Learner):
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""
-        oblivious = self.shape == "oblivious" or (self.shape == "auto"
-                                                  and n >= boosting.MANY_FEATURES)
-        return (24.0 if oblivious else 2.0 + (self.shape != "random")) * m * n
+        per_code = 24.0 if self.may_grow_oblivious(n) else 2.0 + (self.shape != "random")
+        return per_code * m * n
+
+    def may_grow_oblivious(self, n_features: int) -> bool:
+        """Whether a fit on ``n_features`` features may boost oblivious trees:
+        ``shape="oblivious"``, or ``"auto"`` on :data:`~dpjax.ensembles.newton.boosting.
+        MANY_FEATURES` features or more."""
+        return self.shape == "oblivious" or (self.shape == "auto"
+                                             and n_features >= boosting.MANY_FEATURES)
