@@ -324,11 +324,9 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
     (:meth:`~dpjax.learner.Learner.row_limit`; weighted counts: the fixed-point limit,
     :data:`dpjax.privacy.fixed_point.MAX_ROWS`), or arrays that would not fit in memory
     (instead of an out-of-memory kill). Reads only shapes and hyper-parameters."""
-    limits = [(config.row_limit(private, shape[1]), f"{config.name} fits at most {{}} rows "
-               "(its exact statistics are int32 sums); subsample the data")]
-    if regression and private:
-        limits.append((fixed_point.MAX_ROWS, "regression fits at most {} rows (the prior's "
-                       "target sum is int32); subsample the data"))
+    task = " regression" if regression else ""
+    limits = [(config.row_limit(private, shape[1], regression), f"{config.name}{task} fits at "
+               "most {} rows (its exact statistics are int32 sums); subsample the data")]
     if weighted and config.weighted_row_limit() is not None:
         limits.append((config.weighted_row_limit(), f"{config.name} with sample_weight takes "
                        "at most {} rows (its selection reads the weighted counts in float32, "

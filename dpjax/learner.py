@@ -181,9 +181,11 @@ class Learner:
         :func:`dpjax.plots.plot_tree`), or ``None`` when it has none."""
         return None
 
-    def row_limit(self, private: bool, n_features: int) -> int | None:
-        """The most rows a fit of ``n_features`` features takes (a public limit of its exact
-        statistics), or ``None``: :func:`dpjax.fit` refuses more before any work."""
+    def row_limit(self, private: bool, n_features: int, regression: bool = False
+                  ) -> int | None:
+        """The most rows a fit of ``n_features`` features (of a real target with
+        ``regression``) takes (a public limit of its exact statistics), or ``None``:
+        :func:`dpjax.fit` refuses more before any work."""
         return None
 
     def weighted_row_limit(self) -> int | None:

@@ -123,7 +123,8 @@ class RuleListLearner(Learner):
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
 
-    def row_limit(self, private: bool, n_features: int) -> int | None:
+    def row_limit(self, private: bool, n_features: int, regression: bool = False
+                  ) -> int | None:
         """The exact integer counts stay below ``2**24`` (:data:`dpjax.rules.candidates.
         MAX_ROWS`)."""
         return MAX_ROWS

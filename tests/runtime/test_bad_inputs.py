@@ -201,7 +201,8 @@ def test_limits_are_checked_before_any_work_on_the_data(data, monkeypatch):
     X, y = data
     with pytest.raises(ValueError, match="GiB"):
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
-    monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit", lambda self, private, n: 10)
+    monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit",
+                            lambda self, private, n, regression=False: 10)
     with pytest.raises(ValueError, match="at most 10 rows"):
         dpjax.fit(X, y, method="boosted", epsilon=1.0, bounds=BOUNDS)
 

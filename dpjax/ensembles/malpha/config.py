@@ -139,7 +139,8 @@ class MalphaBoosted(Learner):
             return OBJECTIVE_CALIBRATION
         return super().encode_traced(name)
 
-    def row_limit(self, private: bool, n_features: int) -> int | None:
+    def row_limit(self, private: bool, n_features: int, regression: bool = False
+                  ) -> int | None:
         """Private fits sum fixed-point weights (:mod:`dpjax.privacy.fixed_point`)."""
         return fixed_point.MAX_ROWS if private else None
 

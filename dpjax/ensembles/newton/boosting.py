@@ -717,8 +717,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     n_codes = int(max(int(c) for c in n_codes_per_feature))
     has_cyclic, has_random = shape in ("cyclic", "auto"), shape in ("random", "auto")
     oblivious = shape == "oblivious"
-    has_oblivious = oblivious or (shape == "auto" and n_features >= MANY_FEATURES
-                                  and not fallback)
+    has_oblivious = config.may_grow_oblivious(n_features) and not fallback
     oblivious_trees = config.oblivious_trees if has_oblivious else 0
     total = max_rounds(n_features, shape, n_trees, passes, focus, oblivious_trees)
     cyclic_most = cyclic_rounds(n_features, passes, focus)

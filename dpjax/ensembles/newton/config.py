@@ -117,17 +117,20 @@ class Boosted(Learner):
             raise ValueError("noise='gaussian' composes in zCDP and needs delta > 0 (e.g. "
                              "delta=1e-6); with delta=0 use noise='laplace'")
 
-    def row_limit(self, private: bool, n_features: int) -> int | None:
+    def row_limit(self, private: bool, n_features: int, regression: bool = False
+                  ) -> int | None:
         """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`) exactly:
         the cyclic and random shapes' cell sums past
         :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows too (wide sums, up to
-        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`); oblivious trees' level utilities and
-        the individual filter's int32 sums up to ``MAX_ROWS`` (a configuration that may boost
-        oblivious trees: ``shape="oblivious"``, or ``"auto"`` on
-        :data:`~dpjax.ensembles.newton.boosting.MANY_FEATURES` features or more)."""
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`); oblivious trees' level utilities,
+        the individual filter's and a regression's int32 sums (its prior's target sum) up to
+        ``MAX_ROWS`` (a configuration that may boost oblivious trees: ``shape="oblivious"``, or
+        ``"auto"`` on :data:`~dpjax.ensembles.newton.boosting.MANY_FEATURES` features or
+        more)."""
         if not private:
             return None
-        narrow = self.may_grow_oblivious(n_features) or self.individual > 1.0
+        narrow = (self.may_grow_oblivious(n_features) or self.individual > 1.0
+                  or regression)
         return fixed_point.MAX_ROWS if narrow else fixed_point.WIDE_MAX_ROWS
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,

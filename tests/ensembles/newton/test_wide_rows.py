@@ -96,6 +96,7 @@ def test_the_row_limit_is_wide_only_where_every_sum_is():
     assert Boosted().row_limit(True, MANY_FEATURES) == narrow
     assert Boosted(shape="oblivious").row_limit(True, 5) == narrow
     assert Boosted(shape="random", individual=2.0).row_limit(True, 5) == narrow
+    assert Boosted(shape="random").row_limit(True, 5, regression=True) == narrow
     assert Boosted(shape="oblivious").row_limit(False, 5) is None
 
 
@@ -103,7 +104,7 @@ def test_regression_and_narrow_configurations_refuse_past_the_int32_rows():
     """The refusals read only the shape, before any work."""
     shape = (fixed_point.MAX_ROWS + 1, 3)
     _preparation.check_limits(Boosted(shape="random"), shape, 10, 2, 1, private=True)
-    with pytest.raises(ValueError, match="regression fits at most 8388607 rows"):
+    with pytest.raises(ValueError, match="boosted regression fits at most 8388607 rows"):
         _preparation.check_limits(Boosted(shape="random"), shape, 10, 1, 1, private=True,
                                   regression=True)
     with pytest.raises(ValueError, match="boosted fits at most 8388607 rows"):
