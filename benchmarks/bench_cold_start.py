@@ -3,6 +3,7 @@ persistent compilation cache, per learner, with its defaults on a small public d
 
     python -m benchmarks.bench_cold_start                       # every learner on banknote
     python -m benchmarks.bench_cold_start --learners boosted --repeats 5
+    python -m benchmarks.bench_cold_start --quick   # DPJAX_QUICK_COMPILE=on in the children
     python -m benchmarks.bench_cold_start --before old.csv --before-label "sources at abc123"
 
 Each repeat of each learner runs in a fresh interpreter whose ``DPJAX_COMPILATION_CACHE`` is a
@@ -68,10 +69,10 @@ def child(method: str, dataset: str, data_dir: str | None) -> dict[str, Any]:
     return out
 
 
-def run_child(method: str, dataset: str, data_dir: str | None, timeout: float
-              ) -> dict[str, Any]:
+def run_child(method: str, dataset: str, data_dir: str | None, timeout: float,
+              quick: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dpjax-cold-") as cache:
-        env = {**os.environ, "DPJAX_COMPILATION_CACHE": cache}
+        env = {**os.environ, "DPJAX_COMPILATION_CACHE": cache, "DPJAX_QUICK_COMPILE": quick}
         command = [sys.executable, "-m", "benchmarks.bench_cold_start", "--child", method,
                    "--dataset", dataset] + (["--data-dir", data_dir] if data_dir else [])
         try:
@@ -92,7 +93,8 @@ def medians(records: list[dict[str, Any]]) -> Any:
     return frame.groupby("method").median(numeric_only=True).reset_index()
 
 
-def markdown(table: Any, dataset: str, repeats: int, before: Any, before_label: str) -> str:
+def markdown(table: Any, dataset: str, repeats: int, before: Any, before_label: str,
+             quick: str) -> str:
     """The report: ``table`` (:func:`medians`) beside ``before`` (an earlier run's)."""
     from benchmarks import harness
     headers = ["learner", "first fit s", "import s", "programs", "trace s", "lower s",
@@ -110,7 +112,8 @@ def markdown(table: Any, dataset: str, repeats: int, before: Any, before_label: 
             row[1:1] = [f"{previous[r.method]:.2f}" if r.method in previous else "-"]
         rows.append(row)
     return (f"# Cold start: the first dpjax.fit of a fresh process, empty compilation cache "
-            f"({dataset}, defaults, ε = 1)\n\n" + harness.md_table(headers, rows)
+            f"({dataset}, defaults, ε = 1, DPJAX_QUICK_COMPILE={quick})\n\n"
+            + harness.md_table(headers, rows)
             + f"\n\nMedians of {repeats} fresh interpreters per learner, each with a new empty "
             "`DPJAX_COMPILATION_CACHE`. first fit = the wall clock of the first `dpjax.fit` "
             "(import excluded; the learner's lazily imported modules included); trace, lower "
@@ -131,6 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--before-label", default="an earlier run",
                         help="what the earlier run was (sources, options)")
     parser.add_argument("--stem", default=None, help="output name (default by device)")
+    parser.add_argument("--quick", action="store_const", const="on", default="auto",
+                        help="compile every fit quickly (DPJAX_QUICK_COMPILE=on; the default "
+                             "auto keeps XLA's options where the row count is private)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -145,15 +151,16 @@ def main(argv: list[str] | None = None) -> None:
     records = []
     for repeat in range(args.repeats):
         for method in learners:
-            record = run_child(method, args.dataset, args.data_dir, args.timeout)
+            record = run_child(method, args.dataset, args.data_dir, args.timeout, args.quick)
             harness.log(f"{method} #{repeat}: " + (record.get("error") or
                                                    f"first fit {record['first_fit_s']:.2f} s"))
             records.append({**record, "repeat": repeat})
     table = medians(records)
     before = pd.read_csv(args.before) if args.before else None
-    text = markdown(table, args.dataset, args.repeats, before, args.before_label)
+    text = markdown(table, args.dataset, args.repeats, before, args.before_label, args.quick)
     print(text)
-    save_results(args.stem or f"bench_cold_start_{harness.device_slug()}", tidy=table,
+    quick = "_quick" if args.quick == "on" else ""
+    save_results(args.stem or f"bench_cold_start_{harness.device_slug()}{quick}", tidy=table,
                  markdown=text, directory=harness.RESULTS)
 
 

@@ -47,38 +47,46 @@ that fits thousands of shapes would otherwise run out of memory mappings."""
 
 QUICK_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1}
 """XLA options of a quickly compiled CPU fit: XLA's classic loop emitters instead of its MLIR
-fusion emitters, and LLVM's lighter optimisation of the kernels. A private fit releases the
-same bits as under XLA's defaults (its releases are exact integers, and the fingerprints of
-every private configuration are unchanged); float sums of a non-private fit may differ in the
-last bits (non-private ``malpha``). Sweeps keep XLA's defaults: under these options a
-vectorised program's floats can differ in the last bit from a mapped one's, and every sweep
-plan gives the same models. The compile is shorter and, on large data, the run longer (2-core
-CPU, uint8 codes: ``boosted`` at 1e4 x 20 compiles in 2.2 s instead of 5.3 s and runs alike;
-``malpha`` at 1e5 x 20 compiles in 12.1 s instead of 15.4 s and runs 0.22 s instead of
-0.12 s; ``boosted`` at 1e6 x 20 would run 0.23 s instead of 0.15 s).
-``python -m benchmarks.bench_cold_start`` measures first fits."""
+fusion emitters, and LLVM's lighter optimisation of the kernels. The compile is shorter and,
+on large data, the run longer (2-core CPU, uint8 codes: ``boosted`` at 1e4 x 20 compiles in
+2.2 s instead of 5.3 s and runs alike; ``malpha`` at 1e5 x 20 compiles in 12.1 s instead of
+15.4 s and runs 0.22 s instead of 0.12 s; ``boosted`` at 1e6 x 20 would run 0.23 s instead
+of 0.15 s). Every private fingerprint is the same bits under either option set, but nothing
+proves that of every fit (under these options a vectorised sweep's floats can differ in the
+last bit from a mapped one's), so the choice never reads a private row count
+(:func:`compiler_options`), and sweeps keep XLA's defaults."""
 QUICK_WORK_BYTES = 2**21
-"""The most bytes of codes a fit compiled with :data:`QUICK_COMPILE` reads: beyond it a run's
-seconds count for more than the compile's."""
+"""The most bytes of codes (public rows x features) a fit compiled with :data:`QUICK_COMPILE`
+reads under ``DPJAX_QUICK_COMPILE=auto``: beyond it a run's seconds count for more than the
+compile's."""
+QUICK_ENV = "DPJAX_QUICK_COMPILE"
+QUICK_SETTINGS = ("auto", "on", "off")
 
 
-def compiler_options(work: float, args: Any) -> dict[str, Any]:
-    """XLA compile options for a program of ``args`` that reads ``work`` bytes of codes:
-    :data:`QUICK_COMPILE` when its arrays are on CPU and ``work`` is at most
-    :data:`QUICK_WORK_BYTES`, else XLA's defaults. Read off public shapes only."""
+def compiler_options(work: float | None, args: Any) -> dict[str, Any]:
+    """XLA compile options for a program of ``args`` on CPU, by ``$DPJAX_QUICK_COMPILE``:
+    ``auto`` (the default) gives :data:`QUICK_COMPILE` where ``work``, the bytes of codes the
+    fit reads counted from public facts only, is at most :data:`QUICK_WORK_BYTES` (``None``:
+    the row count is private, and XLA's defaults stand); ``on`` gives it to every fit and
+    ``off`` to none (either a constant, whatever the data). Other backends: XLA's defaults."""
+    setting = os.environ.get(QUICK_ENV, "auto").strip().lower() or "auto"
+    if setting not in QUICK_SETTINGS:
+        raise ValueError(f"{QUICK_ENV} must be one of {QUICK_SETTINGS}, got {setting!r}")
     platforms = {d.platform for a in jax.tree.leaves(args) if isinstance(a, jax.Array)
                  for d in a.devices()} or {jax.default_backend()}
-    return QUICK_COMPILE if work <= QUICK_WORK_BYTES and platforms == {"cpu"} else {}
+    quick = {"on": True, "off": False}.get(setting, work is not None and work <= QUICK_WORK_BYTES)
+    return QUICK_COMPILE if quick and platforms == {"cpu"} else {}
 
 
 def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any,
-                   work: float = float("inf")) -> tuple[Any, float]:
+                   work: float | None = None, quick: bool = False) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` for ``args`` (LRU-cached), returning the executable and
-    the seconds spent compiling. ``work``, the bytes of codes a fit reads, picks the compile
-    options (:func:`compiler_options`; a sweep's default keeps XLA's). The first compile turns
-    on the persistent compilation cache (:func:`dpjax.compilation_cache.enable_default`:
-    nothing happens at import)."""
-    options = compiler_options(work, args)
+    the seconds spent compiling. A fit (``quick``) picks its compile options from ``work``,
+    the bytes of codes it reads counted from public facts (:func:`compiler_options`); other
+    programs (sweeps, tuning) keep XLA's. The first compile turns on the persistent
+    compilation cache (:func:`dpjax.compilation_cache.enable_default`: nothing happens at
+    import)."""
+    options = compiler_options(work, args) if quick else {}
     shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a),
                                      str(getattr(a, "sharding", None))), args)
     full_key = (cache_key, str(shapes), tuple(sorted(options.items())))
@@ -144,6 +152,14 @@ class Prepared:
         return fn, (config, tuple(np.asarray(n_codes).tolist()),
                     tuple(np.asarray(n_ordered).tolist()), n_classes, self.sensitivity,
                     private, release_size, self.ledger.requested_delta, self.target)
+
+    def public_work(self, private: bool) -> float | None:
+        """The bytes of codes a fit reads, from public facts only: the rows times the
+        features, the rows being the public size of a private fit (declared, or the row
+        count under replace-one) or the row count of a non-private one; ``None`` when the
+        row count is private (add/remove, no size declared)."""
+        rows = self.size if private else self.codes.shape[0]
+        return None if rows is None else float(rows) * self.codes.shape[1]
 
     def size_value(self) -> jax.Array:
         """The public size as a traced float32 argument (0 when there is none)."""
