@@ -23,6 +23,7 @@ from dpjax._model import Model, Sweep, Timings
 from dpjax._preparation import (
     check_budgets,
     compile_cached,
+    compiler_options,
     fit_grid,
     ledger_of,
     prepare,
@@ -185,8 +186,8 @@ def fit(
     codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=rows)
     args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None, *weights)
-    compiled, compile_s = compile_cached(
-        fn, cache_key, *args, work=prepared.public_work(epsilon is not None), quick=True)
+    options = compiler_options(prepared.public_work(epsilon is not None), args)
+    compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
     (fitted, costs), run_s = to_local(run_timed(compiled, *args))
     ledger = ledger_of(prepared, epsilon, costs)
     if accountant is not None:

@@ -79,14 +79,12 @@ def compiler_options(work: float | None, args: Any) -> dict[str, Any]:
 
 
 def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any,
-                   work: float | None = None, quick: bool = False) -> tuple[Any, float]:
-    """Ahead-of-time compile ``fn`` for ``args`` (LRU-cached), returning the executable and
-    the seconds spent compiling. A fit (``quick``) picks its compile options from ``work``,
-    the bytes of codes it reads counted from public facts (:func:`compiler_options`); other
-    programs (sweeps, tuning) keep XLA's. The first compile turns on the persistent
-    compilation cache (:func:`dpjax.compilation_cache.enable_default`: nothing happens at
-    import)."""
-    options = compiler_options(work, args) if quick else {}
+                   options: dict[str, Any] | None = None) -> tuple[Any, float]:
+    """Ahead-of-time compile ``fn`` for ``args`` with XLA compile ``options`` (default XLA's;
+    a fit's from :func:`compiler_options`), LRU-cached, returning the executable and the
+    seconds spent compiling. The first compile turns on the persistent compilation cache
+    (:func:`dpjax.compilation_cache.enable_default`: nothing happens at import)."""
+    options = options or {}
     shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a),
                                      str(getattr(a, "sharding", None))), args)
     full_key = (cache_key, str(shapes), tuple(sorted(options.items())))

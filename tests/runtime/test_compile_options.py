@@ -42,14 +42,20 @@ def test_the_environment_sets_a_constant_choice(monkeypatch):
 def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
     """The row count enters only where it is public: a declared size, replace-one, or a
     non-private fit; a sweep keeps XLA's defaults."""
-    seen = []
-    original = _preparation.compile_cached
+    seen, chosen = [], []
+    original_options, original_compile = _api.compiler_options, _preparation.compile_cached
 
-    def spy(fn, cache_key, *args, work=None, quick=False):
-        seen.append((work, quick))
-        return original(fn, cache_key, *args, work=work, quick=quick)
+    def spy_options(work, args):
+        seen.append(work)
+        return original_options(work, args)
 
-    monkeypatch.setattr(_api, "compile_cached", spy)
+    def spy_compile(fn, cache_key, *args, options=None):
+        chosen.append(options)
+        return original_compile(fn, cache_key, *args, options=options)
+
+    monkeypatch.setattr(_api, "compiler_options", spy_options)
+    monkeypatch.setattr(_api, "compile_cached", spy_compile)
+    monkeypatch.setenv(QUICK_ENV, "auto")
     X = np.random.default_rng(0).integers(0, 2, (40, 3)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)
     fit = dict(method="rf_laplace", bounds=(0.0, 1.0), n_bins=2, classes=(0, 1),
@@ -59,8 +65,9 @@ def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
     dpjax.fit(X, y, epsilon=1.0, key=0, neighbouring="replace_one", **fit)
     dpjax.fit(X, y, epsilon=None, key=0, **fit)
     dpjax.sweep(X, y, epsilon=[0.5, 1.0], seeds=3, **fit)
-    assert seen == [(None, True), (50 * 3, True), (40 * 3, True), (40 * 3, True),
-                    (None, False)]
+    assert seen == [None, 50 * 3, 40 * 3, 40 * 3]
+    quick = QUICK_COMPILE if ON_CPU else {}
+    assert chosen == [{}, quick, quick, quick, None]
 
 
 @pytest.mark.parametrize("method", ["boosted", "rule_list"])
