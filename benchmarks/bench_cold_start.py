@@ -71,8 +71,12 @@ def child(method: str, dataset: str, data_dir: str | None) -> dict[str, Any]:
 
 def run_child(method: str, dataset: str, data_dir: str | None, timeout: float,
               quick: str) -> dict[str, Any]:
+    """One cold start in a fresh interpreter whose compilation cache is a new empty directory
+    (:func:`benchmarks.suite_common.cache_env`: a cache configured for JAX itself is dropped)."""
+    from benchmarks.suite_common import cache_env
     with tempfile.TemporaryDirectory(prefix="dpjax-cold-") as cache:
-        env = {**os.environ, "DPJAX_COMPILATION_CACHE": cache, "DPJAX_QUICK_COMPILE": quick}
+        child_env = {**os.environ, **cache_env(cache), "DPJAX_QUICK_COMPILE": quick}
+        env = {k: v for k, v in child_env.items() if v is not None}
         command = [sys.executable, "-m", "benchmarks.bench_cold_start", "--child", method,
                    "--dataset", dataset] + (["--data-dir", data_dir] if data_dir else [])
         try:
