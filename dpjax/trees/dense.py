@@ -49,6 +49,20 @@ def level_slice(level: int) -> slice:
     return slice(2**level - 1, 2 ** (level + 1) - 1)
 
 
+def set_level(array: jax.Array, level: int | jax.Array, values: jax.Array) -> jax.Array:
+    """``array [2**d - 1]`` (heap order) with the nodes of level ``k`` set to ``values [w]``,
+    ``w >= 2**k``: node ``i`` of the level takes ``values[i]``; the values past ``2**k`` (a
+    level padded to a common width, :func:`dpjax.trees.grow.level_split_stats`) are dropped.
+    ``level`` may be traced (a loop over the levels)."""
+    width = values.shape[0]
+    if isinstance(level, int) and width == 2**level:
+        return array.at[level_slice(level)].set(values)
+    index = jnp.arange(width, dtype=jnp.int32)
+    nodes = jnp.left_shift(jnp.int32(1), level)
+    heap = jnp.where(index < nodes, nodes - 1 + index, array.shape[0])
+    return array.at[heap].set(values, mode="drop")
+
+
 def empty_splits(depth: int) -> tuple[jax.Array, jax.Array]:
     """Zeroed ``(feature, threshold)`` arrays of a depth-``d`` tree."""
     shape = (2**depth - 1,)

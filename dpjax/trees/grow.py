@@ -20,7 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpjax.trees.dense import empty_splits, level_slice
+from dpjax.trees.dense import empty_splits, level_slice, set_level
 from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
 from dpjax.trees.predict import step
 
@@ -87,6 +87,7 @@ def level_split_stats(
     n_codes_per_feature: jax.Array,
     *,
     stop_pure: bool = False,
+    width: int | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The statistics of every candidate split of every node of level ``k`` (Mα spec §2.1, §8).
 
@@ -94,19 +95,24 @@ def level_split_stats(
       codes: uint8 ``[m, n]``.
       node: int32 ``[m]`` each example's node within level ``k``, ``0..2**k - 1``.
       stats: ``[m, S]`` per-example statistics (e.g. weighted class sums).
-      level: static level ``k``.
+      level: static level ``k`` (only its ``2**k`` nodes are read; traced when ``width`` is
+        given).
       n_codes_per_feature: concrete int ``[n]`` codes of each feature (static: it sets the
         histogram width ``n_codes``; thresholds past a feature's codes are never candidates).
       stop_pure: non-private stopping (§2.3): also drop the candidates that leave a child with
         no positive statistics (see :func:`frozen_nodes`).
+      width: static node count ``w >= 2**k`` of the histogram (default ``2**k``): the nodes
+        past ``2**k`` hold no example, so every level of a tree can share one shape (one
+        program for a loop over the levels, :func:`dpjax.ensembles.malpha.grow_malpha_tree`).
 
     Returns:
-      ``(left, right, candidates)``: the children's statistics ``[2**k, n, n_codes, S]`` of
-      every threshold split and the bool candidate mask ``[2**k, n, n_codes]``; a node's own
+      ``(left, right, candidates)``: the children's statistics ``[w, n, n_codes, S]`` of
+      every threshold split and the bool candidate mask ``[w, n, n_codes]``; a node's own
       statistics are ``left[:, 0, -1]`` (all its examples go left past the last code).
     """
     n_codes = _static_max(n_codes_per_feature)
-    left, right = split_stats(node_histogram(codes, node, stats, 2**level, n_codes))
+    width = 2**level if width is None else width
+    left, right = split_stats(node_histogram(codes, node, stats, width, n_codes))
     candidates = valid_thresholds(n_codes_per_feature, n_codes)
     if stop_pure:
         candidates = candidates & _both_children_nonempty(left, right)
@@ -136,11 +142,12 @@ def apply_level(
       feature, threshold: int32 ``[2**d - 1]`` split arrays so far (heap order).
       node: int32 ``[m]`` each example's node within level ``k``.
       codes: uint8 ``[m, n]``.
-      level: static level ``k``.
-      choice: int ``[2**k]`` each node's split as a flat ``feature * n_codes + threshold``
-        index into the candidates of :func:`level_split_stats`.
+      level: level ``k`` (static, or traced with a padded ``choice``).
+      choice: int ``[w]`` each node's split as a flat ``feature * n_codes + threshold`` index
+        into the candidates of :func:`level_split_stats` (``w >= 2**k``; entries past ``2**k``
+        are ignored).
       n_codes_per_feature: concrete int ``[n]`` codes of each feature.
-      frozen: optional bool ``[2**k]`` (:func:`frozen_nodes`): these nodes send every example
+      frozen: optional bool ``[w]`` (:func:`frozen_nodes`): these nodes send every example
         left (feature 0, its last code) whatever their ``choice``.
 
     Returns:
@@ -152,8 +159,8 @@ def apply_level(
     if frozen is not None:
         level_feature = jnp.where(frozen, 0, level_feature)
         level_threshold = jnp.where(frozen, int(n_codes_per_feature[0]) - 1, level_threshold)
-    feature = feature.at[level_slice(level)].set(level_feature)
-    threshold = threshold.at[level_slice(level)].set(level_threshold)
+    feature = set_level(feature, level, level_feature)
+    threshold = set_level(threshold, level, level_threshold)
     return feature, threshold, 2 * node + step(level_feature, level_threshold, codes, node)
 
 

@@ -240,8 +240,23 @@ class Recorder:
                                        ("parallel", self.parallel)):
                     if hasattr(module, name):
                         patch.setattr(module, name, stand_in)
+            patch.setattr(malpha_tree, "_scan_levels", _unrolled_levels)
             patch.setattr(Recorder, "current", self)
             yield self
+
+
+def _unrolled_levels(state, split_keys, oc_keys, codes, stats, n_codes_per_feature, rule):
+    """The Mα tree's levels as the Python fold of ``grow_malpha_level`` (static levels, not
+    padded) instead of ``_scan_levels``' ``lax.scan``, whose body would keep the recorded
+    arrays of the level releases inside the loop; the two grow the same tree with the same
+    releases bit for bit (``tests/ensembles/malpha/test_tree.py``)."""
+    level_costs = []
+    for level in range(split_keys.shape[0]):
+        state, costs = malpha_tree.grow_malpha_level(state, level, split_keys[level],
+                                                     oc_keys[level], codes, stats,
+                                                     n_codes_per_feature, rule)
+        level_costs.append(costs)
+    return state, level_costs
 
 
 def _recorded(fn, *args, vmap: bool = True, keep_arrays: bool = True):

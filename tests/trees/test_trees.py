@@ -28,6 +28,7 @@ from dpjax.trees import (
     split_stats,
     valid_thresholds,
 )
+from dpjax.trees.dense import set_level
 from dpjax.trees.histogram import JOINT_CODES, group_size
 from tests.conftest import Z, binomial_tolerance, forest_fn, make_data, reference_leaf
 
@@ -92,6 +93,24 @@ def test_depth_helpers():
             depth_of(bad)
     assert level_slice(0) == slice(0, 1)
     assert level_slice(3) == slice(7, 15)
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_set_level_writes_the_level_and_drops_the_padding(traced):
+    """``set_level``: node ``i`` of level ``k`` takes ``values[i]``; values past ``2**k`` (a
+    level padded to a common width) are dropped, with the level static or traced."""
+    array = jnp.arange(15, dtype=jnp.int32)
+    for level in range(4):
+        values = 100 + jnp.arange(8, dtype=jnp.int32)
+        if traced:
+            out = jax.jit(set_level)(array, jnp.int32(level), values)
+        else:
+            out = set_level(array, level, values)
+        expected = np.arange(15)
+        expected[level_slice(level)] = 100 + np.arange(2**level)
+        np.testing.assert_array_equal(out, expected)
+    # static and exact width: the plain slice update
+    np.testing.assert_array_equal(set_level(array, 2, jnp.full(4, -1, jnp.int32))[3:7], -1)
 
 
 # --------------------------------------------------------------------------------------------

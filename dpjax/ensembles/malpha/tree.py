@@ -20,7 +20,11 @@ strategy is a traced value, one ``vmap`` sweeps ``α ∈ {0.1, 1, O.C}``.
 A tree is a fold of :func:`grow_malpha_level` over its levels (breadth-first, §2.3, §8): each
 level is a pure function of a small :class:`MalphaState` (the examples' nodes, the splits and
 α so far, the root error, the previous level's α) that returns the next state and the level's
-privacy costs.
+privacy costs. :func:`grow_malpha_tree` runs that fold as one ``lax.scan`` over the levels, each
+padded to the last level's ``2**(d−1)`` nodes, so a tree compiles one level's program instead of
+``d`` (malpha's first fit compiled 3x longer at depth 4 than at depth 1); the padded nodes hold
+no example and their draws come after the level's own, so the tree and its releases are those
+of the unrolled fold, bit for bit.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point, parallel
 from dpjax.privacy.composition import parts
-from dpjax.trees.dense import depth_of, empty_splits, level_slice
+from dpjax.trees.dense import depth_of, empty_splits, set_level
 from dpjax.trees.grow import apply_level, frozen_nodes, level_split_stats
 from dpjax.trees.histogram import leaf_stats
 
@@ -169,6 +173,12 @@ class MalphaRule(NamedTuple):
         """Whether the splits are drawn by a DP mechanism."""
         return self.level_epsilon is not None
 
+    def releases_errors(self, depth: int) -> bool:
+        """Whether a depth-``d`` tree releases its levels' O.C errors (§5.3): O.C
+        ``"private"`` under DP with ``epsilon_oc``, when ``d > 1``."""
+        return (self.oc_alpha == "private" and self.private and self.epsilon_oc is not None
+                and depth > 1)
+
 
 class MalphaState(NamedTuple):
     """A partly grown Mα tree: what one level hands the next (:func:`grow_malpha_level`).
@@ -242,35 +252,63 @@ def grow_malpha_level(
       one for the level when its nodes compose in parallel)
       and ``"O.C level error"`` (scalar) when released, empty without DP.
     """
+    state, cost, oc_cost = _grow_level(state, level, key, oc_key, codes, stats,
+                                       n_codes_per_feature, rule, 2**level)
+    return state, _level_costs(level, cost, oc_cost)
+
+
+def _level_costs(level: int, cost: Cost | None,
+                 oc_cost: Cost | None) -> collections.OrderedDict[str, Cost]:
+    """Level ``k``'s costs by label (:func:`grow_malpha_level`)."""
+    return collections.OrderedDict(
+        (label, c) for label, c in ((f"splits at depth {level}", cost), (OC_ERROR_LABEL, oc_cost))
+        if c is not None)
+
+
+def _grow_level(
+    state: MalphaState,
+    level: int | jax.Array,
+    key: jax.Array,
+    oc_key: jax.Array,
+    codes: jax.Array,
+    stats: jax.Array,
+    n_codes_per_feature: np.ndarray,
+    rule: MalphaRule,
+    width: int,
+) -> tuple[MalphaState, Cost | None, Cost | None]:
+    """:func:`grow_malpha_level` with the level's nodes padded to a static ``width >= 2**k``
+    and ``level`` static or traced (one program for every level of a tree): the padded nodes
+    hold no example, their draws use draw indices past the level's own (so the level's
+    releases are those of the unpadded level, :func:`dpjax.mechanisms.exact.run_lanes`), and
+    their splits are dropped. Returns the state, the selections' cost (``[width]`` per node,
+    or the level's under parallel composition; ``None`` without DP) and the O.C error
+    release's (or ``None``)."""
     left, right, candidates = level_split_stats(codes, state.node, stats, level,
-                                                n_codes_per_feature, stop_pure=not rule.private)
+                                                n_codes_per_feature, stop_pure=not rule.private,
+                                                width=width)
     error = weighted_error(left[:, 0, -1, :])
-    root_error = error if level == 0 else state.root_error
+    root = jnp.asarray(level) == 0
+    root_error = jnp.where(root, error, state.root_error)
     level_alpha, oc_cost = state.level_alpha, None
     if rule.oc_alpha == "exact":
         choice, a, cost = _choose_sequential(rule, level, key, left, right, candidates,
                                              root_error)
     else:
-        depth = depth_of(state.feature.shape[0])
-        if rule.private and rule.epsilon_oc is not None and depth > 1:
+        if rule.releases_errors(depth_of(state.feature.shape[0])):
             error, oc_cost = _release_error(rule, oc_key, error)
-        if level == 0:
-            root_error, level_alpha = error, jnp.float32(1.0)
-        else:
-            level_alpha = jnp.minimum(calibrated_alpha(error, root_error), level_alpha)
+        root_error = jnp.where(root, error, state.root_error)
+        level_alpha = jnp.where(root, jnp.float32(1.0),
+                                jnp.minimum(calibrated_alpha(error, root_error), level_alpha))
         a = jnp.broadcast_to(jnp.where(rule.alpha < 0, level_alpha, rule.alpha),
                              candidates.shape[:1])
         choice, cost = _select(rule, level, key, _utility(rule, left, right, candidates, a), a)
     if cost is not None and rule.parallel:
         cost = parallel(cost, touched=int(rule.sensitivity_multiplier))
-    costs = collections.OrderedDict(
-        (label, c) for label, c in ((f"splits at depth {level}", cost), (OC_ERROR_LABEL, oc_cost))
-        if c is not None)
     frozen = None if rule.private else frozen_nodes(left, candidates)
     feature, threshold, node = apply_level(state.feature, state.threshold, state.node, codes,
                                            level, choice, n_codes_per_feature, frozen)
-    node_alpha = state.node_alpha.at[level_slice(level)].set(a)
-    return MalphaState(node, feature, threshold, node_alpha, root_error, level_alpha), costs
+    node_alpha = set_level(state.node_alpha, level, a)
+    return MalphaState(node, feature, threshold, node_alpha, root_error, level_alpha), cost, oc_cost
 
 
 def merge_level_costs(
@@ -304,7 +342,8 @@ def grow_malpha_tree(
     sensitivity_multiplier: float = 1.0,
     budget: str,
 ) -> tuple[GrownTree, collections.OrderedDict[str, Cost]]:
-    """Grow one Mα tree greedily, level by level (spec §2.1–§2.3, §4.2–§4.3, §5).
+    """Grow one Mα tree greedily, level by level (spec §2.1–§2.3, §4.2–§4.3, §5): a
+    ``lax.scan`` of :func:`grow_malpha_level` over the levels, padded to ``2**(d−1)`` nodes.
 
     Args:
       key: PRNG key (split into the splits' and the O.C estimates' streams).
@@ -350,16 +389,40 @@ def grow_malpha_tree(
         sensitivity_multiplier=sensitivity_multiplier, parallel=budget == "parallel")
     stats = class_stats(weights, y, exact=private)
     k_splits, k_oc = jax.random.split(key)
-    state = malpha_root_state(codes.shape[0], depth, stats.dtype)
-    level_costs = []
-    for level, (level_key, oc_key) in enumerate(zip(jax.random.split(k_splits, depth),
-                                                    jax.random.split(k_oc, depth), strict=True)):
-        state, costs = grow_malpha_level(state, level, level_key, oc_key, codes, stats,
-                                         n_codes_per_feature, rule)
-        level_costs.append(costs)
+    # the root error is the released (float32) estimate from level 0 on when it is released
+    root = malpha_root_state(codes.shape[0], depth,
+                             jnp.float32 if rule.releases_errors(depth) else stats.dtype)
+    state, level_costs = _scan_levels(root, jax.random.split(k_splits, depth),
+                                      jax.random.split(k_oc, depth), codes, stats,
+                                      n_codes_per_feature, rule)
     tree = GrownTree(state.feature, state.threshold, state.node,
                      leaf_stats(state.node, stats, 2**depth), state.node_alpha)
     return tree, merge_level_costs(level_costs)
+
+
+def _scan_levels(
+    state: MalphaState, split_keys: jax.Array, oc_keys: jax.Array, codes: jax.Array,
+    stats: jax.Array, n_codes_per_feature: np.ndarray, rule: MalphaRule,
+) -> tuple[MalphaState, list[collections.OrderedDict[str, Cost]]]:
+    """The fold of :func:`grow_malpha_level` over a tree's levels from the root ``state``
+    (level ``k`` with keys ``split_keys[k]``, ``oc_keys[k]``) as one ``lax.scan``, every level
+    padded to the last level's ``2**(d−1)`` nodes (:func:`_grow_level`). Returns the grown
+    state and each level's costs, as the fold's."""
+    depth = depth_of(state.feature.shape[0])
+    width = 2 ** (depth - 1)
+
+    def grow(state, level_keys):
+        state, cost, oc_cost = _grow_level(state, *level_keys, codes, stats,
+                                           n_codes_per_feature, rule, width)
+        return state, (cost, oc_cost)
+
+    state, (cost, oc_cost) = jax.lax.scan(
+        grow, state, (jnp.arange(depth, dtype=jnp.int32), split_keys, oc_keys))
+    # level k's releases: its row of the stacked costs, its own 2**k nodes (unless parallel)
+    return state, [_level_costs(k, jax.tree.map(lambda c, k=k: c[k] if rule.parallel
+                                                else c[k, :2**k], cost),
+                                jax.tree.map(lambda c, k=k: c[k], oc_cost))
+                   for k in range(depth)]
 
 
 def _select(rule: MalphaRule, level: int, key: jax.Array, utility: jax.Array,

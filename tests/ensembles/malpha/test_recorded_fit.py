@@ -166,12 +166,14 @@ def test_fit_spends_eq_18_budgets_with_the_right_sensitivities(eager_private):
     assert len(records["leaf"]) == n_trees
     for t in range(n_trees):
         for k in range(depth):
+            # every level is drawn at the last level's 2**(d-1) nodes (one program for the
+            # levels); the nodes past the level's 2**k hold no example and are dropped
             shape, sensitivity, epsilon, _ = records["splits"][t * depth + k]
-            assert shape == (2**k, len(N_CODES) * N_BINS)
+            assert shape == (2 ** (depth - 1), len(N_CODES) * N_BINS)
             assert epsilon == float(costs[f"splits at depth {k}"].epsilon[t, 0])
             node_alpha = np.asarray(model.alpha[t, 2**k - 1: 2 ** (k + 1) - 1])
             np.testing.assert_allclose(  # Δ^(α)(ñ) + the float32 rounding margin 2^-18·ñ
-                np.ravel(sensitivity),
+                np.ravel(sensitivity)[:2**k],
                 3 + 2 * node_alpha * (np.sqrt(M_ROWS) - 1) + 2.0**-18 * M_ROWS, rtol=1e-6)
             shape, sensitivity, epsilon, bound = records["oc"][t * depth + k]
             assert shape == ()  # one weight (fixed point), errors bounded by the public size

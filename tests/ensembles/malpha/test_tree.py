@@ -356,12 +356,14 @@ def test_level_helpers_need_concrete_code_counts():
 # --------------------------------------------------------------------------------------------
 
 
-def malpha_rule(alpha, oc_alpha, eps=None, depth=3, epsilon_oc=None, size=M, multiplier=1.0):
+def malpha_rule(alpha, oc_alpha, eps=None, depth=3, epsilon_oc=None, size=M, multiplier=1.0,
+                budget="paper"):
     """The :class:`MalphaRule` that ``grow_malpha_tree`` builds for these arguments."""
     private = eps is not None
     return MalphaRule(jnp.float32(alpha), oc_alpha,
-                      split_level_epsilons(eps, depth, budget="paper") if private else None,
-                      jnp.float32(size) if private else None, epsilon_oc, multiplier)
+                      split_level_epsilons(eps, depth, budget=budget) if private else None,
+                      jnp.float32(size) if private else None, epsilon_oc, multiplier,
+                      budget == "parallel")
 
 
 def fold_levels(key, codes, weights, y, depth, rule):
@@ -444,23 +446,28 @@ def test_level_costs_have_the_shape_of_the_level():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier", [
-    (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0),
-    (OBJECTIVE_CALIBRATION, "private", None, None, 1.0),
-    (0.3, "private", 2.0, 0.1, 2.0),
-    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0),
-    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 2.0),
+@pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier, budget", [
+    (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0, "paper"),
+    (OBJECTIVE_CALIBRATION, "private", None, None, 1.0, "paper"),
+    (0.3, "private", 2.0, 0.1, 2.0, "paper"),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0, "paper"),
+    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 2.0, "paper"),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 2.0, "parallel"),
+    (0.5, "exact", 2.0, None, 1.0, "parallel"),
 ])
 def test_folding_the_level_function_by_hand_equals_grow_malpha_tree(
-        alpha, oc_alpha, eps, epsilon_oc, multiplier):
+        alpha, oc_alpha, eps, epsilon_oc, multiplier, budget):
     """``grow_malpha_tree`` is the fold of ``grow_malpha_level`` over the levels: same keys,
-    same tree, same costs in the same order."""
+    same tree, same costs in the same order. The tree runs the fold as a ``lax.scan`` whose
+    levels are padded to the last level's nodes; the fold here is unrolled and unpadded, so
+    this is also the padding's bit-for-bit test (private releases included)."""
     codes, weights, y = make_problem(15, 90)
-    rule = malpha_rule(alpha, oc_alpha, eps, 3, epsilon_oc, 90, multiplier)
+    rule = malpha_rule(alpha, oc_alpha, eps, 3, epsilon_oc, 90, multiplier, budget)
     tree, costs, _, _ = fold_levels(jax.random.key(6), codes, weights, y, 3, rule)
     expected_tree, expected_costs = grow_malpha_tree(
         jax.random.key(6), codes, weights, y, 3, N_CODES, alpha, eps, size=90,
-        oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier, budget="paper")
+        oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier,
+        budget=budget)
     chex.assert_trees_all_equal(tree, expected_tree)
     assert list(costs) == list(expected_costs)
     chex.assert_trees_all_equal(costs, expected_costs)
