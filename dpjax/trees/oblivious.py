@@ -22,6 +22,10 @@ utility is not monotone (a record can raise one candidate and lower another), so
 draw is ``ε_l``-DP at the rate ``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.
 permute_and_flip`, McKenna & Sheldon 2020). A tree's ``d`` draws compose sequentially (each
 level reads the cells the previous draws made): ``d·ε_l``.
+
+The levels run as one ``lax.scan``, each level's histogram padded to the last level's
+``2**(d−1)`` cells (the padded cells hold no record and add 0 to every exact utility), so a tree
+compiles one level's program instead of ``d``, with the same draws bit for bit.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from jax.typing import ArrayLike
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.privacy.costs import Cost
 from dpjax.privacy.fixed_point import UNIT
-from dpjax.trees.dense import empty_splits, level_slice
+from dpjax.trees.dense import empty_splits, set_level
 from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
 from dpjax.trees.predict import step
 
@@ -84,11 +88,11 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
     n_codes_per_feature = np.asarray(n_codes_per_feature, np.int32)
     n_codes = int(max(int(n_codes_per_feature.max(initial=2)), 2))
     delta_units = sensitivity * UNIT
-    feature, threshold = empty_splits(depth)
-    cell = jnp.zeros(codes.shape[0], jnp.int32)
-    costs = []
-    for level in range(depth):
-        gaps = level_utility(codes, cell, gradient, 2**level, n_codes, n_codes_per_feature)
+    width = 2 ** (depth - 1)
+
+    def grow_level(state, level):
+        feature, threshold, cell = state
+        gaps = level_utility(codes, cell, gradient, width, n_codes, n_codes_per_feature)
         utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min,
                             jnp.maximum(gaps, GAP_FLOOR).astype(jnp.float32),
                             -jnp.inf).reshape(-1)
@@ -100,14 +104,15 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
                                            delta_units, epsilon,
                                            label=f"level gain, sens. {sensitivity:g}")
         f, t = index // n_codes, index % n_codes
-        feature = feature.at[level_slice(level)].set(f)
-        threshold = threshold.at[level_slice(level)].set(t)
+        feature = set_level(feature, level, jnp.full(width, f, jnp.int32))
+        threshold = set_level(threshold, level, jnp.full(width, t, jnp.int32))
         # the level's nodes are 2**level − 1 + cell in the dense layout
-        cell = 2 * cell + step(feature, threshold, codes, cell + 2**level - 1)
-        costs.append(cost)
-    cost = Cost(jnp.stack([c.epsilon for c in costs]), jnp.stack([c.delta for c in costs]),
-                costs[0].mechanism)
-    return feature, threshold, cell, cost
+        cell = 2 * cell + step(feature, threshold, codes, cell + (1 << level) - 1)
+        return (feature, threshold, cell), cost
 
+    (feature, threshold, cell), cost = jax.lax.scan(
+        grow_level, (*empty_splits(depth), jnp.zeros(codes.shape[0], jnp.int32)),
+        jnp.arange(depth, dtype=jnp.int32))
+    return feature, threshold, cell, cost
 
 __all__ = ["GAP_FLOOR", "grow_oblivious", "level_utility"]

@@ -9,10 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.privacy.fixed_point import UNIT, to_units
 from dpjax.trees.dense import level_slice
-from dpjax.trees.oblivious import grow_oblivious, level_utility
-from dpjax.trees.predict import leaf_index
+from dpjax.trees.oblivious import GAP_FLOOR, grow_oblivious, level_utility
+from dpjax.trees.predict import leaf_index, step
 
 N_CODES = np.asarray([2, 5, 8, 3], np.int32)
 
@@ -110,3 +111,29 @@ def test_private_selection_finds_a_strong_split_and_is_uniform_at_a_tiny_budget(
     planted = np.sum((np.asarray(feature[:, 0]) == 2) & (np.asarray(threshold[:, 0]) == 3))
     assert planted < 60
     assert len(set(np.asarray(feature[:, 0]).tolist())) == len(N_CODES)
+
+
+@pytest.mark.parametrize("epsilon", [None, 0.5])
+def test_the_level_scan_equals_the_unrolled_unpadded_levels(epsilon):
+    """``grow_oblivious`` runs its levels as a ``lax.scan`` whose histograms are padded to the
+    last level's cells; level ``l`` by hand, at its own ``2**l`` cells with the same key
+    ``fold_in(key, l)``, draws the same split bit for bit (the padded cells add 0 to every
+    exact utility)."""
+    codes, _, gradient = random_problem(400, 11)
+    codes, gradient, key = jnp.asarray(codes), jnp.asarray(gradient), jax.random.key(5)
+    eps = None if epsilon is None else jnp.float32(epsilon)
+    feature, threshold, leaf, cost = grow_oblivious(key, codes, gradient, 3, N_CODES, eps, 1.0)
+    cell = jnp.zeros(400, jnp.int32)
+    for level in range(3):
+        gaps = level_utility(codes, cell, gradient, 2**level, int(N_CODES.max()), N_CODES)
+        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min,
+                            jnp.maximum(gaps, GAP_FLOOR).astype(jnp.float32), -jnp.inf)
+        utility = utility.reshape(-1)
+        index = (jnp.argmax(utility) if eps is None else permute_and_flip(
+            jax.random.fold_in(key, level), utility, UNIT, eps)[0])
+        f, t = int(index) // int(N_CODES.max()), int(index) % int(N_CODES.max())
+        np.testing.assert_array_equal(feature[level_slice(level)], f)
+        np.testing.assert_array_equal(threshold[level_slice(level)], t)
+        cell = 2 * cell + step(feature, threshold, codes, cell + 2**level - 1)
+    np.testing.assert_array_equal(leaf, cell)
+    chex.assert_shape(cost.epsilon, (3,))
