@@ -482,6 +482,9 @@ def _choose_sequential(
         error = error - node_stats.min() + chosen[0].min() + chosen[1].min()
         return error, (choice, a, cost)
 
+    # one key per node; split(key, w)[:2**k] == split(key, 2**k) (threefry's partitionable
+    # mode, JAX's default), so a padded level's nodes draw as the unpadded level's (with the
+    # mode off, the same fresh keys are merely dealt differently)
     keys = jax.random.split(key, nodes.shape[0])
     _, (choice, a, cost) = jax.lax.scan(split_one, weighted_error(nodes),
                                         (left, right, candidates, nodes, keys))

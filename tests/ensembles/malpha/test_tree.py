@@ -446,26 +446,30 @@ def test_level_costs_have_the_shape_of_the_level():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier, budget", [
-    (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0, "paper"),
-    (OBJECTIVE_CALIBRATION, "private", None, None, 1.0, "paper"),
-    (0.3, "private", 2.0, 0.1, 2.0, "paper"),
-    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0, "paper"),
-    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 2.0, "paper"),
-    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 2.0, "parallel"),
-    (0.5, "exact", 2.0, None, 1.0, "parallel"),
+@pytest.mark.parametrize("alpha, oc_alpha, eps, epsilon_oc, multiplier, budget, depth", [
+    (OBJECTIVE_CALIBRATION, "exact", None, None, 1.0, "paper", 3),
+    (OBJECTIVE_CALIBRATION, "private", None, None, 1.0, "paper", 3),
+    (0.3, "private", 2.0, 0.1, 2.0, "paper", 3),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0, "paper", 3),
+    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 2.0, "paper", 3),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 2.0, "parallel", 3),
+    (0.5, "exact", 2.0, None, 1.0, "parallel", 3),
+    (OBJECTIVE_CALIBRATION, "private", 2.0, 0.1, 1.0, "parallel", 6),
+    (OBJECTIVE_CALIBRATION, "exact", 2.0, None, 1.0, "paper", 6),
 ])
 def test_folding_the_level_function_by_hand_equals_grow_malpha_tree(
-        alpha, oc_alpha, eps, epsilon_oc, multiplier, budget):
+        alpha, oc_alpha, eps, epsilon_oc, multiplier, budget, depth):
     """``grow_malpha_tree`` is the fold of ``grow_malpha_level`` over the levels: same keys,
     same tree, same costs in the same order. The tree runs the fold as a ``lax.scan`` whose
     levels are padded to the last level's nodes; the fold here is unrolled and unpadded, so
-    this is also the padding's bit-for-bit test (private releases included)."""
+    this is also the padding's bit-for-bit test (private releases included). At depth 6 the
+    padded levels hold 32 nodes x 50 candidates = 1,600 coins, past the exact samplers' window
+    of 1,024 lanes that the shallow levels' own coins (at most 800) stay within."""
     codes, weights, y = make_problem(15, 90)
-    rule = malpha_rule(alpha, oc_alpha, eps, 3, epsilon_oc, 90, multiplier, budget)
-    tree, costs, _, _ = fold_levels(jax.random.key(6), codes, weights, y, 3, rule)
+    rule = malpha_rule(alpha, oc_alpha, eps, depth, epsilon_oc, 90, multiplier, budget)
+    tree, costs, _, _ = fold_levels(jax.random.key(6), codes, weights, y, depth, rule)
     expected_tree, expected_costs = grow_malpha_tree(
-        jax.random.key(6), codes, weights, y, 3, N_CODES, alpha, eps, size=90,
+        jax.random.key(6), codes, weights, y, depth, N_CODES, alpha, eps, size=90,
         oc_alpha=oc_alpha, epsilon_oc=epsilon_oc, sensitivity_multiplier=multiplier,
         budget=budget)
     chex.assert_trees_all_equal(tree, expected_tree)
