@@ -132,7 +132,8 @@ def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.A
     permute-and-flip on the gains (:func:`split_gains`) with budget ``ε_b/(2t)``, then the leaf ×
     label masses with one Laplace release of budget ``ε_b/2`` (``epsilon`` is the round's
     ``ε_b``; ``None``: the best split and the exact majority, not private). A leaf's label is
-    its noisy majority, ties by a fair coin."""
+    its noisy majority, ties by a fair coin. The splits are one ``lax.scan`` (every split has
+    the same shapes), so a tree compiles one split's program instead of ``n_splits``."""
     n_codes_per_feature = np.asarray(n_codes_per_feature)
     n_codes = int(n_codes_per_feature.max())
     n_slots, levels = n_splits + 1, measure.weight.shape[0]
@@ -141,25 +142,28 @@ def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.A
         split_sens, leaf_sens = topdown_sensitivities(size, kappa, levels, calibration)
         split_eps = jnp.asarray(epsilon, jnp.float32) * (1.0 - leaf_share) / n_splits
     keys = jax.random.split(key, n_splits + 2)
-    slot = jnp.zeros(codes.shape[0], jnp.int32)
-    picks, costs = [], []
-    for s in range(n_splits):
+
+    def split(slot, step):           # split s: one program for every split (a lax.scan)
+        s, split_key = step
         gain, _ = split_gains(codes, y, measure, slot, n_slots, n_codes)
         ok = (jnp.arange(n_slots) <= s)[:, None] & literal_ok[None, :]
         utility = jnp.where(ok, gain.reshape(n_slots, -1), -jnp.inf).reshape(-1)
         if epsilon is None:
             index = jnp.argmax(utility).astype(jnp.int32)
-            costs.append(Cost(jnp.float32(0.0), jnp.float32(0.0), "none (not private)"))
+            cost = Cost(jnp.float32(0.0), jnp.float32(0.0), "none (not private)")
         else:
-            index, cost = permute_and_flip(keys[s], utility, split_sens, split_eps,
+            index, cost = permute_and_flip(split_key, utility, split_sens, split_eps,
                                            label=f"{SPLIT_SENSITIVITY[calibration]:g}/(κn), "
                                                  "Gini gain")
-            costs.append(cost)
         leaf, literal = index // literal_ok.shape[0], index % literal_ok.shape[0]
         feature, code = literal // n_codes, literal % n_codes
         hit = jnp.take(codes, feature, axis=1).astype(jnp.int32) == code
         slot = jnp.where((slot == leaf) & hit, s + 1, slot)
-        picks.append((leaf, feature, code))
+        return slot, ((leaf, feature, code), cost)
+
+    slot, ((split_leaf, feature, code), split_cost) = jax.lax.scan(
+        split, jnp.zeros(codes.shape[0], jnp.int32),
+        (jnp.arange(n_splits, dtype=jnp.int32), keys[:n_splits]))
     _, mass = split_gains(codes[:, :1], y, measure, slot, n_slots, n_codes)
     if epsilon is None:
         noisy = mass
@@ -172,9 +176,8 @@ def dp_topdown(key: jax.Array, measure: LevelMeasure, codes: jax.Array, y: jax.A
     coin = jnp.where(jax.random.bernoulli(keys[-1], 0.5, (n_slots,)), 1, -1)
     label = jnp.where(noisy[:, 1] > noisy[:, 0], 1,
                       jnp.where(noisy[:, 1] < noisy[:, 0], -1, coin)).astype(jnp.int32)
-    split_leaf, feature, code = (jnp.stack(a).astype(jnp.int32) for a in zip(*picks, strict=True))
-    split_cost = jax.tree.map(lambda *c: jnp.stack(c), *costs)
-    return TopDownTree(split_leaf, feature, code, label, split_cost, leaf_cost)
+    return TopDownTree(split_leaf.astype(jnp.int32), feature.astype(jnp.int32),
+                       code.astype(jnp.int32), label, split_cost, leaf_cost)
 
 
 def topdown_slot(tree: TopDownTree, codes: jax.Array) -> jax.Array:
