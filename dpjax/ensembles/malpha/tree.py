@@ -286,17 +286,16 @@ def _grow_level(
     left, right, candidates = level_split_stats(codes, state.node, stats, level,
                                                 n_codes_per_feature, stop_pure=not rule.private,
                                                 width=width)
-    error = weighted_error(left[:, 0, -1, :])
+    error, oc_cost = weighted_error(left[:, 0, -1, :]), None
+    if rule.releases_errors(depth_of(state.feature.shape[0])):     # O.C "private" only
+        error, oc_cost = _release_error(rule, oc_key, error)
     root = jnp.asarray(level) == 0
     root_error = jnp.where(root, error, state.root_error)
-    level_alpha, oc_cost = state.level_alpha, None
+    level_alpha = state.level_alpha
     if rule.oc_alpha == "exact":
         choice, a, cost = _choose_sequential(rule, level, key, left, right, candidates,
                                              root_error)
     else:
-        if rule.releases_errors(depth_of(state.feature.shape[0])):
-            error, oc_cost = _release_error(rule, oc_key, error)
-        root_error = jnp.where(root, error, state.root_error)
         level_alpha = jnp.where(root, jnp.float32(1.0),
                                 jnp.minimum(calibrated_alpha(error, root_error), level_alpha))
         a = jnp.broadcast_to(jnp.where(rule.alpha < 0, level_alpha, rule.alpha),
