@@ -73,7 +73,8 @@ def _grid_exponent(sensitivity: jax.Array, epsilon: jax.Array,
 
 
 def integer_grid(sensitivity: ArrayLike, epsilon: ArrayLike, coordinates: int,
-                 bound: ArrayLike | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+                 bound: ArrayLike | None = None, aligned: int | None = None
+                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The grid of an exact integer release (:func:`laplace_mechanism` with ``integer=True``):
     ``(exponent, step, sensitivity_int)``. Integer statistics stay in int32 (or two int32
     limbs, :class:`dpjax.privacy.fixed_point.WideSum`); the grid is the real-valued one floored
@@ -84,12 +85,18 @@ def integer_grid(sensitivity: ArrayLike, epsilon: ArrayLike, coordinates: int,
     coordinates, the release's integer sensitivity is ``ceil(Δ/step)`` plus ``coordinates − 1``
     when ``step > 1``, where ``coordinates`` is the most coordinates one change of the data
     moves (one record's under add/remove; under replace-one the removed and the added
-    record's, which may lie in different cells)."""
+    record's, which may lie in different cells). ``aligned`` (a power of two): one of those
+    coordinates moves by exact multiples of ``aligned`` units (a row count in fixed point), so
+    on a grid whose step divides it that coordinate moves by ``a_1 = |v_1|/step`` exactly and
+    ``Σ_i ceil(a_i) <= ceil(Σ_i a_i) + k − 2``: one boundary fewer."""
     sensitivity = jnp.asarray(sensitivity, jnp.float32)
     exponent = jnp.maximum(_grid_exponent(sensitivity, jnp.asarray(epsilon, jnp.float32),
                                           bound), 0)
     step = jnp.ldexp(jnp.float32(1.0), exponent)
-    sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, coordinates - 1, 0)
+    crossings = coordinates - 1
+    if aligned is not None and coordinates > 1:
+        crossings = jnp.where(step <= aligned, crossings - 1, crossings)
+    sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, crossings, 0)
     return exponent, step, sensitivity_int
 
 
@@ -113,6 +120,7 @@ def laplace_mechanism(
     integer: bool = False,
     event_ndim: int | None = None,
     touched: int | None = None,
+    aligned: int | None = None,
     label: str = "",
 ) -> tuple[jax.Array, Cost]:
     """Release ``value`` with exact discrete Laplace noise on a fixed-point grid (``ε``-DP).
@@ -137,6 +145,9 @@ def laplace_mechanism(
         (default: all of them; under replace-one, the removed record's and the added one's);
         on a grid coarser than 1 each adds one unit to the integer sensitivity
         (:func:`integer_grid`).
+      aligned: with ``integer=True``, one touched coordinate moves by exact multiples of
+        this many units (a power of two; a row count in fixed point): on a grid step that
+        divides it, it adds no unit (:func:`integer_grid`).
       label: how the sensitivity reads in the ledger (e.g. ``"L1 sens. 1"``).
 
     Returns:
@@ -156,7 +167,8 @@ def laplace_mechanism(
     if touched is not None:
         coordinates = min(coordinates, touched)
     if integer:
-        exponent, step, sensitivity_int = integer_grid(sensitivity, epsilon, coordinates, bound)
+        exponent, step, sensitivity_int = integer_grid(sensitivity, epsilon, coordinates, bound,
+                                                       aligned)
         grid_value = shift_clip(value, exponent, MAX_GRID_VALUE)
     else:
         if bound is None:

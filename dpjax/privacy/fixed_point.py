@@ -57,12 +57,47 @@ class WideSum(NamedTuple):
 
 def wide_total(parts: jax.Array, axis: int = 0) -> WideSum:
     """The exact sum of int32 ``parts`` along ``axis`` (each part exact, at most ``2**15`` of
-    them) as a canonical :class:`WideSum`: high and low limbs summed apart, then the low limb's
+    them) as a canonical :class:`WideSum`: each part split into its limbs, then
+    :func:`wide_sum`."""
+    mask = jnp.int32(2**LIMB_BITS - 1)
+    return wide_sum(WideSum(jnp.right_shift(parts, LIMB_BITS),       # arithmetic: floor
+                            jnp.bitwise_and(parts, mask)), axis)
+
+
+def wide_sum(values: WideSum, axis: int | tuple[int, ...] = 0) -> WideSum:
+    """The exact sum of canonical :class:`WideSum` ``values`` along ``axis`` (at most ``2**15``
+    of them, so the low limbs' sum fits int32): the limbs summed apart, then the low limb's
     carry moved up."""
     mask = jnp.int32(2**LIMB_BITS - 1)
-    hi = jnp.sum(jnp.right_shift(parts, LIMB_BITS), axis=axis)    # arithmetic: floor
-    lo = jnp.sum(jnp.bitwise_and(parts, mask), axis=axis)
+    hi, lo = jnp.sum(values.hi, axis=axis), jnp.sum(values.lo, axis=axis)
     return WideSum(hi + jnp.right_shift(lo, LIMB_BITS), jnp.bitwise_and(lo, mask))
+
+
+def wide_abs(value: WideSum) -> WideSum:
+    """``|v|`` of a canonical :class:`WideSum`, canonical: a value is negative iff its high
+    limb is, and ``−(hi·2**16 + lo) = (−hi − 1)·2**16 + (2**16 − lo)`` when ``lo > 0``."""
+    negative = value.hi < 0
+    hi = jnp.where(negative, -value.hi - (value.lo > 0).astype(jnp.int32), value.hi)
+    lo = jnp.where(negative, jnp.bitwise_and(-value.lo, jnp.int32(2**LIMB_BITS - 1)),
+                   value.lo)
+    return WideSum(hi, lo)
+
+
+def floored_gaps(values: jax.Array | WideSum, where: jax.Array, floor: int) -> jax.Array:
+    """``max(v − max_{where} v, floor)`` as int32 where ``where`` holds, else int32's minimum,
+    exactly, for int32 ``values`` (whose gaps fit int32) or canonical :class:`WideSum` ones
+    (``−2**30 + 2**16 <= floor < 0``): the best is the lexicographic maximum of the limbs, and
+    a gap's high limb is saturated at ``−2**14`` first (a saturated gap is below
+    ``−2**30 + 2**16`` either way, so it floors the same), so nothing overflows."""
+    lowest = jnp.iinfo(jnp.int32).min
+    if not isinstance(values, WideSum):
+        best = jnp.max(jnp.where(where, values, lowest))
+        return jnp.where(where, jnp.maximum(values - best, floor), lowest)
+    best_hi = jnp.max(jnp.where(where, values.hi, lowest))
+    best_lo = jnp.max(jnp.where(where & (values.hi == best_hi), values.lo, -1))
+    high = jnp.clip(values.hi - best_hi, -(2**14), 0)
+    gap = jnp.left_shift(high, LIMB_BITS) + (values.lo - best_lo)
+    return jnp.where(where, jnp.maximum(gap, floor), lowest)
 
 
 def exact_segment_sum(values: jax.Array, segments: jax.Array,

@@ -12,13 +12,12 @@ the first-order gain of the split: the larger the gradient sums that the split s
 cells of one sign, the larger a Newton move each cell can take. **Sensitivity.** A record sits
 in exactly one cell and, for every candidate, on one side of it, so adding or removing it moves
 each candidate's utility by at most its ``|g_i| <= 1`` (the triangle inequality; ``2`` under
-replace-one, which removes one record and adds another). The sums are exact int32 fixed point
-(:mod:`dpjax.privacy.fixed_point`, ``|floor(g·2**8)| <= 2**8`` units) and the utilities are
-compared as exact int32 gaps to the best, floored at ``−2**24`` units (:data:`GAP_FLOOR`) so
-that their float32 conversion is exact: permute-and-flip on ``max(u, u* − 2**24)``, whose
-sensitivity is still ``Δ`` (a maximum of two ``Δ``-sensitive quantities, as the mechanism's
-own cap). The
-utility is not monotone (a record can raise one candidate and lower another), so each level's
+replace-one, which removes one record and adds another). The sums are exact fixed point
+(:mod:`dpjax.privacy.fixed_point`, ``|floor(g·2**8)| <= 2**8`` units; int32, or two int32 limbs
+past ``2**23 − 1`` records) and the utilities are compared as exact int32 gaps to the best,
+floored at ``−2**24`` units (:data:`GAP_FLOOR`) so that their float32 conversion is exact:
+permute-and-flip on ``max(u, u* − 2**24)``, whose sensitivity is still ``Δ`` (a maximum of two
+``Δ``-sensitive quantities, as the mechanism's own cap). The utility is not monotone (a record can raise one candidate and lower another), so each level's
 draw is ``ε_l``-DP at the rate ``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.
 permute_and_flip`, McKenna & Sheldon 2020). A tree's ``d`` draws compose sequentially (each
 level reads the cells the previous draws made): ``d·ε_l``.
@@ -36,6 +35,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.privacy import fixed_point
 from dpjax.privacy.costs import Cost
 from dpjax.privacy.fixed_point import UNIT
 from dpjax.trees.dense import empty_splits, set_level
@@ -50,20 +50,33 @@ to it exactly."""
 def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cells: int,
                   n_codes: int, n_codes_per_feature: ArrayLike) -> jax.Array:
     """``u(f, t)`` of every split of one level (module docstring) as int32 gaps to the best
-    valid split (``<= 0``, not yet floored), ``[n, n_codes]``; invalid thresholds are
-    ``int32`` minimum.
+    valid split, floored at :data:`GAP_FLOOR` (``GAP_FLOOR <= gap <= 0``), ``[n, n_codes]``;
+    invalid thresholds are ``int32`` minimum. The sums are exact: in int32 up to
+    :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows, past it per chunk of
+    ``2**CHUNK_BITS`` rows (each side's sum within ``±2**30`` units) and then across chunks in
+    two limbs (:func:`~dpjax.privacy.fixed_point.wide_total`), whose floored gaps are the same
+    integers (:func:`~dpjax.privacy.fixed_point.floored_gaps`).
 
     Args:
       codes: uint8 ``[m, n]``; cell: int32 ``[m]``, each record's cell of the level
         (``0..n_cells − 1``); gradient: int32 ``[m]`` fixed-point gradients.
     """
-    left, right = split_stats(node_histogram(codes, cell, gradient[:, None], n_cells,
-                                             n_codes))
-    utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)   # [n, C]
+    m = codes.shape[0]
     valid = valid_thresholds(n_codes_per_feature, n_codes)
-    lowest = jnp.iinfo(jnp.int32).min
-    best = jnp.max(jnp.where(valid, utility, lowest))
-    return jnp.where(valid, utility - best, lowest)
+    if m <= fixed_point.MAX_ROWS:
+        left, right = split_stats(node_histogram(codes, cell, gradient[:, None], n_cells,
+                                                 n_codes))
+        utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)  # [n, C]
+        return fixed_point.floored_gaps(utility, valid, GAP_FLOOR)
+    n_chunks = -(-m // 2**fixed_point.CHUNK_BITS)
+    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), fixed_point.CHUNK_BITS)
+    left, right = split_stats(node_histogram(codes, chunk * n_cells + cell, gradient[:, None],
+                                             n_chunks * n_cells, n_codes))
+    sides = jnp.stack([left[..., 0], right[..., 0]]).reshape(
+        (2, n_chunks, n_cells) + left.shape[1:3])                   # [2, chunks, cells, n, C]
+    per_cell = fixed_point.wide_total(sides, axis=1)                # [2, cells, n, C]
+    utility = fixed_point.wide_sum(fixed_point.wide_abs(per_cell), axis=(0, 1))
+    return fixed_point.floored_gaps(utility, valid, GAP_FLOOR)
 
 
 def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth: int,
@@ -93,8 +106,7 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
     def grow_level(state, level):
         feature, threshold, cell = state
         gaps = level_utility(codes, cell, gradient, width, n_codes, n_codes_per_feature)
-        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min,
-                            jnp.maximum(gaps, GAP_FLOOR).astype(jnp.float32),
+        utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min, gaps.astype(jnp.float32),
                             -jnp.inf).reshape(-1)
         if epsilon is None:
             index = jnp.argmax(utility).astype(jnp.int32)

@@ -11,7 +11,15 @@ import pytest
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.mechanisms.laplace import integer_grid
 from dpjax.privacy import fixed_point
-from dpjax.privacy.fixed_point import WideSum, exact_segment_sum, shift_clip, wide_total
+from dpjax.privacy.fixed_point import (
+    WideSum,
+    exact_segment_sum,
+    floored_gaps,
+    shift_clip,
+    wide_abs,
+    wide_sum,
+    wide_total,
+)
 
 
 def as_ints(wide: WideSum) -> list[int]:
@@ -27,6 +35,41 @@ def test_wide_total_is_the_exact_sum_in_canonical_limbs():
         assert as_ints(wide) == list(parts.astype(object).sum(0))
         lo = np.asarray(wide.lo)
         assert lo.min() >= 0 and lo.max() < 2**16      # canonical: equal sums, equal pairs
+
+
+def test_wide_abs_and_sum_are_the_exact_values_in_canonical_limbs():
+    rng = np.random.default_rng(2)
+    parts = rng.integers(-2**30, 2**30, size=(64, 40)).astype(np.int32)
+    parts[:, :10] = rng.integers(-2**30, 0, size=(64, 10))     # sums far below int32
+    values = parts.astype(object).sum(0)
+    magnitude = wide_abs(wide_total(jnp.asarray(parts)))
+    assert as_ints(magnitude) == [abs(v) for v in values]
+    assert np.asarray(magnitude.lo).min() >= 0 and np.asarray(magnitude.lo).max() < 2**16
+    total = wide_sum(magnitude, axis=0)
+    assert as_ints(WideSum(total.hi[None], total.lo[None])) == [sum(abs(v) for v in values)]
+
+
+@pytest.mark.parametrize("floor", [-(2**24), -(2**30) + 2**16, -1])
+def test_floored_gaps_of_wide_values_are_the_exact_floored_gaps(floor):
+    """Values near ``2**36`` whose gaps to the best range from 0 through the floor to far
+    beyond int32 (the saturated high limb): the floored gaps are Python's, valid entries
+    only."""
+    rng = np.random.default_rng(3)
+    offsets = np.concatenate([rng.integers(-2**16, 1, 20), rng.integers(-2**26, 1, 20),
+                              -rng.integers(2**30, 2**35, 20)])
+    values = [2**36 + int(o) for o in offsets]
+    wide = WideSum(jnp.asarray([v >> 16 for v in values], jnp.int32),
+                   jnp.asarray([v & 0xFFFF for v in values], jnp.int32))
+    valid = rng.uniform(size=len(values)) < 0.8
+    valid[0] = True
+    best = max(v for v, ok in zip(values, valid, strict=True) if ok)
+    expected = [max(v - best, floor) if ok else -2**31
+                for v, ok in zip(values, valid, strict=True)]
+    assert list(np.asarray(floored_gaps(wide, jnp.asarray(valid), floor))) == expected
+    narrow, valid = np.asarray(offsets[:40], np.int32), valid[:40]    # gaps within int32
+    assert list(np.asarray(floored_gaps(jnp.asarray(narrow), jnp.asarray(valid), floor))) == [
+        max(int(v) - int(narrow[valid].max()), floor) if ok else -2**31
+        for v, ok in zip(narrow, valid, strict=True)]
 
 
 @pytest.mark.parametrize("exponent", [0, 1, 7, 15, 16, 17, 30])
@@ -104,3 +147,22 @@ def test_a_coarse_grid_adds_one_unit_per_touched_coordinate():
         assert measured == pytest.approx(expected, rel=0.1)
         scales.append(measured)
     assert scales[1] > 15 * scales[0]
+
+
+def test_an_aligned_count_crosses_no_extra_boundary():
+    """A regression prior's ``(count, sum)`` (units of ``2**−8``): the count moves by exactly
+    256 units, so on a grid whose step divides 256 only the sum adds a unit; on a coarser grid
+    both do. Checked against every grid move of a record added at many offsets."""
+    for epsilon, step, expected in [(1.0, 256, 2), (2.0**-20, 512, 2)]:
+        _, got_step, sensitivity_int = integer_grid(512.0, epsilon, 2, 2.0**36, aligned=256)
+        assert float(got_step) == step and float(sensitivity_int) == expected
+        rng = np.random.default_rng(step)
+        worst = 0
+        for _ in range(2_000):
+            count, total = int(rng.integers(0, 2**30)) * 256, int(rng.integers(-2**30, 2**30))
+            z = int(rng.integers(-256, 257))
+            worst = max(worst, abs((count + 256) // step - count // step)
+                        + abs((total + z) // step - total // step))
+        assert worst <= expected
+    # without alignment a step of 256 charges the sum's and the count's crossing
+    assert float(integer_grid(512.0, 1.0, 2, 2.0**36)[2]) == 3

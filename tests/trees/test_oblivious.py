@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpjax.mechanisms.exponential import permute_and_flip
+from dpjax.privacy import fixed_point
 from dpjax.privacy.fixed_point import UNIT, to_units
 from dpjax.trees.dense import level_slice
 from dpjax.trees.oblivious import GAP_FLOOR, grow_oblivious, level_utility
@@ -47,6 +48,55 @@ def test_level_utility_is_the_gradient_sums_separated_by_each_split(seed):
     valid = direct > np.iinfo(np.int64).min
     np.testing.assert_array_equal(gaps[valid], (direct - direct[valid].max())[valid])
     assert np.all(gaps[~valid] == np.iinfo(np.int32).min)
+
+
+def utility_by_bincount(codes: np.ndarray, cell: np.ndarray, gradient: np.ndarray,
+                        n_cells: int) -> np.ndarray:
+    """:func:`utility_units` by int64 histograms, for many rows."""
+    n_codes = int(N_CODES.max())
+    out = np.full((len(N_CODES), n_codes), np.iinfo(np.int64).min)
+    for f, codes_f in enumerate(N_CODES):
+        hist = np.bincount(cell * n_codes + codes[:, f], weights=gradient.astype(np.float64),
+                           minlength=n_cells * n_codes)
+        left = np.cumsum(np.rint(hist).astype(np.int64).reshape(n_cells, n_codes), axis=1)
+        right = left[:, -1:] - left
+        out[f, :codes_f - 1] = (np.abs(left) + np.abs(right)).sum(0)[:codes_f - 1]
+    return out
+
+
+def test_level_utility_goes_wide_with_the_same_floored_gaps(monkeypatch):
+    """Past the (lowered) int32 limit the level's sums run per chunk and add up in two limbs:
+    the same gaps as the int32 path and the direct sums."""
+    codes, cell, gradient = random_problem(700, 4)
+    args = (jnp.asarray(codes), jnp.asarray(cell), jnp.asarray(gradient), 4, 8, N_CODES)
+    narrow = np.asarray(level_utility(*args))
+    monkeypatch.setattr(fixed_point, "MAX_ROWS", 100)
+    monkeypatch.setattr(fixed_point, "CHUNK_BITS", 6)
+    np.testing.assert_array_equal(np.asarray(level_utility(*args)), narrow)
+    direct = utility_units(codes, cell, gradient)
+    valid = direct > np.iinfo(np.int64).min
+    np.testing.assert_array_equal(narrow[valid], (direct - direct[valid].max())[valid])
+
+
+@pytest.mark.slow
+def test_level_utility_is_exact_where_int32_sums_would_overflow():
+    """9.4 million records of gradient ``±1`` (``±2**8`` units), the sign set by feature 2's
+    codes above 3 (2% flipped): the planted split's utility is ``2.3·10**9`` units, beyond
+    int32, and the gaps are still the exact ones (some beyond the floor)."""
+    m = 2**23 + 2**20
+    rng = np.random.default_rng(7)
+    codes = np.stack([rng.integers(0, c, m) for c in N_CODES], 1).astype(np.uint8)
+    cell = rng.integers(0, 2, m).astype(np.int32)
+    sign = np.where(codes[:, 2] > 3, 1, -1) * np.where(rng.uniform(size=m) < 0.02, -1, 1)
+    gradient = (UNIT * sign).astype(np.int32)
+    gaps = np.asarray(jax.jit(level_utility, static_argnums=(3, 4))(
+        jnp.asarray(codes), jnp.asarray(cell), jnp.asarray(gradient), 2, 8, N_CODES))
+    direct = utility_by_bincount(codes, cell, gradient, 2)
+    valid = direct > np.iinfo(np.int64).min
+    assert direct[valid].max() > 2**31
+    expected = np.maximum(direct[valid] - direct[valid].max(), GAP_FLOOR)
+    assert expected.min() == GAP_FLOOR and expected.max() == 0
+    np.testing.assert_array_equal(gaps[valid], expected)
 
 
 @pytest.mark.parametrize("seed", range(6))

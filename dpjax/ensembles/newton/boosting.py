@@ -39,10 +39,11 @@ e.g. Maddock et al. 2022, for the ingredients):
    released score, ``(G_c, H_c) = Σ_{i∈c} (p_i − y_i, p_i(1 − p_i))``. A record sits in one cell
    and ``|p − y| + p(1 − p) <= 1`` (and ``(p − y)² + (p(1 − p))² <= 1``), so the round's whole
    release has L1 and L2 sensitivity 1 (2 under replace-one): the cells compose in parallel and
-   the round costs one ``ε_r`` (or ``ρ_r``). The sums are exact int32 fixed-point (units of
-   ``2**−GRAD_BITS``; one record moves them by at most ``2**GRAD_BITS + 2`` units with the
-   floors) and go through :func:`dpjax.mechanisms.laplace_mechanism` (exact discrete Laplace)
-   or :func:`dpjax.mechanisms.gaussian_mechanism` (exact discrete Gaussian).
+   the round costs one ``ε_r`` (or ``ρ_r``). The sums are exact fixed-point (units of
+   ``2**−GRAD_BITS``, int32 or past ``2**23 − 1`` rows two int32 limbs; one record moves them
+   by at most ``2**GRAD_BITS + 2`` units with the floors) and go through
+   :func:`dpjax.mechanisms.laplace_mechanism` (exact discrete Laplace) or
+   :func:`dpjax.mechanisms.gaussian_mechanism` (exact discrete Gaussian).
 3. **Newton leaves with noise-aware shrinkage** (post-processing): each cell's score moves by
    ``w_c = −η·G̃_c / max(H̃_c + Λ, Λ)``, clipped to ``±STEP_CLIP``, with the ridge
    ``Λ = 1 + λ·√R·b`` where ``b`` is the round's noise scale: a cell whose sums are mostly
@@ -145,9 +146,9 @@ if TYPE_CHECKING:
 SHAPES = ("auto", "cyclic", "random", "oblivious")
 NOISES = ("auto", "laplace", "gaussian")
 GRAD_BITS = fixed_point.BITS
-"""Gradient and hessian sums are int32 fixed point (:mod:`dpjax.privacy.fixed_point`) in units
-of ``2**−GRAD_BITS``: exact (the sensitivity holds for the computed sums) up to
-:data:`dpjax.privacy.fixed_point.MAX_ROWS` rows."""
+"""Gradient and hessian sums are fixed point (:mod:`dpjax.privacy.fixed_point`) in units of
+``2**−GRAD_BITS``: exact (the sensitivity holds for the computed sums), in int32 up to
+:data:`dpjax.privacy.fixed_point.MAX_ROWS` rows and in two limbs beyond."""
 GRAD_UNIT = fixed_point.UNIT
 RESIDUAL_CLIP_FLOOR = 2.0**-10
 """The least ``residual_clip``: a smaller one would flush the divided residuals to zero."""
@@ -158,9 +159,10 @@ sensitivity instead of half; the released hessian sums are divided by it (post-p
 Measured on abalone, winewhite and winered (10 splits × 4 seeds, ε = 0.1 and 1) against 1 and
 0.25: no weight was best everywhere; 0.5 was the best or within 0.01 of it on abalone and
 winewhite."""
-MOMENTS_BOUND = float(2**31)
-"""The public bound (units) of the regression prior's row count and target sum: a regression
-fits at most :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows, ``2**31`` units."""
+MOMENTS_BOUND = float(2**36)
+"""The public bound (units) of the regression prior's row count and target sum:
+:data:`dpjax.privacy.fixed_point.WIDE_MAX_ROWS` rows, about ``2**36`` units; it sets the
+release's grid to one row."""
 STEP_CLIP = 2.0
 """A round moves a cell's score (log-odds) by at most this much."""
 GAUSSIAN_CELL_BOUND = 2.0**16
@@ -344,21 +346,38 @@ def in_target_units(model: NewtonBoostedModel, target: tuple[float, float]
         trees=model.trees.replace(leaf=half * model.trees.leaf))
 
 
-def release_moments(key: jax.Array, z: jax.Array,
-                    epsilon: jax.Array | None) -> tuple[jax.Array, Cost | None]:
+def release_moments(key: jax.Array, z: jax.Array, epsilon: jax.Array | None,
+                    sensitivity: float = 1.0) -> tuple[jax.Array, Cost | None]:
     """The regression prior's release: the row count and the target's sum ``(m, Σ z_i)``
-    (int32 units of ``2**−GRAD_BITS``) with exact discrete Laplace noise, as float32 rows;
-    exact without DP. L1 sensitivity 2 rows under either relation: adding or removing a
-    record moves the count by ``2**GRAD_BITS`` units and the sum by at most that (``|z| <=
-    1``); replacing one leaves the count and moves the sum by at most ``2·2**GRAD_BITS``.
-    Both are within the public bound :data:`MOMENTS_BOUND` (``MAX_ROWS`` rows), whose grid
-    (8 units) keeps a count past ``2**20`` rows from clipping at the mechanism's ``2**28``
-    grid steps."""
-    units = jnp.stack([jnp.int32(z.shape[0]) * GRAD_UNIT, fixed_point.to_units(z).sum()])
+    (exact fixed point in units of ``2**−GRAD_BITS``: int32 up to
+    :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows, two limbs past it) with exact discrete
+    Laplace noise, as float32 rows; exact without DP. L1 sensitivity 2 rows under either
+    relation: adding or removing a record (``sensitivity`` 1) moves the count by exactly
+    ``2**GRAD_BITS`` units and the sum by at most that (``|z| <= 1``); replacing one
+    (``sensitivity`` 2) leaves the count and moves the sum by at most ``2·2**GRAD_BITS``.
+    Both are within the public bound :data:`MOMENTS_BOUND`, whose grid is one row
+    (``2**GRAD_BITS`` units): the count's move is a whole grid step, so only the sum can cross
+    one more boundary (``aligned``, :func:`dpjax.mechanisms.laplace.integer_grid`) and the
+    integer sensitivity stays 2 rows."""
+    m = z.shape[0]
+    total = fixed_point.exact_segment_sum(fixed_point.to_units(z)[:, None],
+                                          jnp.zeros(m, jnp.int32), 1)
+    count = m * GRAD_UNIT                   # static: m is the shape
+    if isinstance(total, WideSum):
+        units = WideSum(jnp.stack([jnp.int32(count >> fixed_point.LIMB_BITS), total.hi[0, 0]]),
+                        jnp.stack([jnp.int32(count % 2**fixed_point.LIMB_BITS),
+                                   total.lo[0, 0]]))
+        exact = (units.hi.astype(jnp.float32) * 2.0**fixed_point.LIMB_BITS
+                 + units.lo.astype(jnp.float32))
+    else:
+        units = jnp.stack([jnp.int32(count), total[0, 0]])
+        exact = units.astype(jnp.float32)
     if epsilon is None:
-        return units.astype(jnp.float32) / GRAD_UNIT, None
-    noisy, cost = release_class_counts(key, units, epsilon, 2.0, GRAD_UNIT, MOMENTS_BOUND)
-    return noisy.astype(jnp.float32), cost
+        return exact / GRAD_UNIT, None
+    noisy, cost = laplace_mechanism(key, units, 2.0 * GRAD_UNIT, epsilon, bound=MOMENTS_BOUND,
+                                    integer=True, touched=1 if sensitivity > 1.0 else 2,
+                                    aligned=GRAD_UNIT, label="L1 sens. 2")
+    return noisy / GRAD_UNIT, cost
 
 
 def mean_prior(releases: list[tuple[jax.Array, ArrayLike]]) -> tuple[jax.Array, jax.Array]:
@@ -440,7 +459,7 @@ def release_prior(key: jax.Array, target: jax.Array, epsilon: jax.Array | None,
     """The prior's release: the class counts (:func:`release_counts`), or for regression
     (``n_classes = 1``) the row count and the target's sum (:func:`release_moments`)."""
     if n_classes == 1:
-        return release_moments(key, target, epsilon)
+        return release_moments(key, target, epsilon, sensitivity)
     counts, _, cost = release_counts(key, target, epsilon, sensitivity, n_classes)
     return counts, cost
 
