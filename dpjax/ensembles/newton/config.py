@@ -119,19 +119,12 @@ class Boosted(Learner):
 
     def row_limit(self, private: bool, n_features: int, regression: bool = False
                   ) -> int | None:
-        """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`) exactly:
-        the cyclic and random shapes' cell sums past
-        :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows too (wide sums, up to
-        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`); oblivious trees' level utilities,
-        the individual filter's and a regression's int32 sums (its prior's target sum) up to
-        ``MAX_ROWS`` (a configuration that may boost oblivious trees: ``shape="oblivious"``, or
-        ``"auto"`` on :data:`~dpjax.ensembles.newton.boosting.MANY_FEATURES` features or
-        more)."""
-        if not private:
-            return None
-        narrow = (self.may_grow_oblivious(n_features) or self.individual > 1.0
-                  or regression)
-        return fixed_point.MAX_ROWS if narrow else fixed_point.WIDE_MAX_ROWS
+        """Private fits sum fixed-point gradients (:mod:`dpjax.privacy.fixed_point`) exactly,
+        past :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows in two limbs (the rounds' cell
+        sums, oblivious trees' level utilities, the individual filter's contributions, a
+        regression prior's target sum), up to
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`."""
+        return fixed_point.WIDE_MAX_ROWS if private else None
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
@@ -192,7 +185,8 @@ class Boosted(Learner):
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
         """The codes, the per-record statistics, the rounds' moves and the random trees. The
         codes: their host and device copies, a transposed copy for the cyclic shape, and for
-        oblivious trees the packed int32 codes of the level histograms (``24·m·n`` in all).
+        oblivious trees the packed codes of the level histograms (``8·m·n`` in all: measured
+        at 3.7 bytes a code beyond the random shape's, 1e7 x 40 codes of 255 bins).
         The records: scores, fixed-point statistics, cells and the scan's buffers, measured
         at about 100 bytes a record (3e7 x 20 codes, random shape: 3.1 GB of peak resident
         memory beyond the data, ``benchmarks/bench_large_rows.py``)."""
@@ -205,7 +199,7 @@ class Boosted(Learner):
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""
-        per_code = 24.0 if self.may_grow_oblivious(n) else 2.0 + (self.shape != "random")
+        per_code = 8.0 if self.may_grow_oblivious(n) else 2.0 + (self.shape != "random")
         return per_code * m * n
 
     def may_grow_oblivious(self, n_features: int) -> bool:

@@ -67,6 +67,47 @@ def test_wide_sums_release_the_same_models_bit_for_bit(monkeypatch, n_classes, b
             np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.slow
+def test_wide_level_utilities_filter_and_moments_release_the_same_models_bit_for_bit(
+        monkeypatch):
+    """Oblivious trees' level utilities (chunk histograms added in two limbs, their gaps
+    floored exactly), the individual filter and a regression's prior (its count and target sum)
+    take the wide path past the lowered int32 limit with the same models, bit for bit, private
+    or not."""
+    X, y = toy(1_000, 2)
+    target = X[:, 0] * 4.0 + X[:, 1]
+    common = {"method": "boosted", "bounds": (0.0, 1.0), "key": 5, "n_trees": 4}
+    requests = [(y, {"shape": "oblivious", "depth": 3}),
+                (y, {"shape": "oblivious", "depth": 2, "neighbouring": "replace_one"}),
+                (y, {"shape": "random", "depth": 3, "individual": 2.0}),
+                (y, {"shape": "oblivious", "depth": 3, "individual": 1.5}),
+                (y, {"shape": "oblivious", "depth": 3, "epsilon": None}),
+                (target, {"task": "regression", "y_bounds": (0.0, 5.0)}),
+                (target, {"task": "regression", "y_bounds": (0.0, 5.0),
+                          "neighbouring": "replace_one"}),
+                (target, {"task": "regression", "y_bounds": (0.0, 5.0), "epsilon": None})]
+
+    def fitted() -> list[list[np.ndarray]]:
+        out = []
+        for labels, params in requests:
+            params = {"epsilon": 1.0, **common, **params}
+            if "task" not in params:
+                params["classes"] = [0, 1]
+            model = dpjax.fit(X, labels, **params)
+            out.append([np.asarray(leaf) for leaf in jax.tree.leaves(model.params)])
+        return out
+
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    narrow = fitted()
+    monkeypatch.setattr(fixed_point, "MAX_ROWS", 300)
+    monkeypatch.setattr(fixed_point, "CHUNK_BITS", 7)
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    wide = fitted()
+    for a, b in zip(narrow, wide, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
+
+
 def test_a_coarse_grid_charges_every_coordinate_a_change_moves(monkeypatch):
     """On a coarse grid a round's integer sensitivity is ``⌈Δ/s⌉ + touched − 1``: 2
     coordinates under add/remove (one record's cell), 4 under replace-one (the removed and the
@@ -86,26 +127,18 @@ def test_a_coarse_grid_charges_every_coordinate_a_change_moves(monkeypatch):
     assert sorted(set(seen)) == [2, 4]
 
 
-def test_the_row_limit_is_wide_only_where_every_sum_is():
-    """The cyclic and random shapes take up to ``WIDE_MAX_ROWS`` rows; a configuration that may
-    boost oblivious trees or filters records stays at ``MAX_ROWS``; without DP there is none."""
-    wide, narrow = fixed_point.WIDE_MAX_ROWS, fixed_point.MAX_ROWS
+def test_the_row_limit_is_wide_for_every_private_fit():
+    """Every private fit takes up to ``WIDE_MAX_ROWS`` rows, oblivious trees, the individual
+    filter and regression included; without DP there is no limit."""
+    wide = fixed_point.WIDE_MAX_ROWS
     assert Boosted(shape="random").row_limit(True, 20) == wide
     assert Boosted(shape="cyclic").row_limit(True, 200) == wide
-    assert Boosted().row_limit(True, MANY_FEATURES - 1) == wide
-    assert Boosted().row_limit(True, MANY_FEATURES) == narrow
-    assert Boosted(shape="oblivious").row_limit(True, 5) == narrow
-    assert Boosted(shape="random", individual=2.0).row_limit(True, 5) == narrow
-    assert Boosted(shape="random").row_limit(True, 5, regression=True) == narrow
+    assert Boosted().row_limit(True, MANY_FEATURES) == wide
+    assert Boosted(shape="oblivious").row_limit(True, 5) == wide
+    assert Boosted(shape="random", individual=2.0).row_limit(True, 5) == wide
+    assert Boosted(shape="random").row_limit(True, 5, regression=True) == wide
     assert Boosted(shape="oblivious").row_limit(False, 5) is None
-
-
-def test_regression_and_narrow_configurations_refuse_past_the_int32_rows():
-    """The refusals read only the shape, before any work."""
-    shape = (fixed_point.MAX_ROWS + 1, 3)
-    _preparation.check_limits(Boosted(shape="random"), shape, 10, 2, 1, private=True)
-    with pytest.raises(ValueError, match="boosted regression fits at most 8388607 rows"):
+    shape = (fixed_point.WIDE_MAX_ROWS + 1, 3)
+    with pytest.raises(ValueError, match="boosted regression fits at most 268435455 rows"):
         _preparation.check_limits(Boosted(shape="random"), shape, 10, 1, 1, private=True,
                                   regression=True)
-    with pytest.raises(ValueError, match="boosted fits at most 8388607 rows"):
-        _preparation.check_limits(Boosted(shape="oblivious"), shape, 10, 2, 1, private=True)
