@@ -94,6 +94,8 @@ def integer_grid(sensitivity: ArrayLike, epsilon: ArrayLike, coordinates: int,
                                           bound), 0)
     step = jnp.ldexp(jnp.float32(1.0), exponent)
     crossings = coordinates - 1
+    if aligned is not None and (aligned < 1 or aligned & (aligned - 1)):
+        raise ValueError(f"aligned must be a power of two (units), got {aligned}")
     if aligned is not None and coordinates > 1:
         crossings = jnp.where(step <= aligned, crossings - 1, crossings)
     sensitivity_int = jnp.ceil(sensitivity / step) + jnp.where(step > 1, crossings, 0)

@@ -64,13 +64,32 @@ def wide_total(parts: jax.Array, axis: int = 0) -> WideSum:
                             jnp.bitwise_and(parts, mask)), axis)
 
 
+WIDE_SUM_BLOCK = 2**15
+"""The most canonical :class:`WideSum` values one stage of :func:`wide_sum` adds: their low
+limbs' sum stays below ``2**31``."""
+
+
 def wide_sum(values: WideSum, axis: int | tuple[int, ...] = 0) -> WideSum:
-    """The exact sum of canonical :class:`WideSum` ``values`` along ``axis`` (at most ``2**15``
-    of them, so the low limbs' sum fits int32): the limbs summed apart, then the low limb's
-    carry moved up."""
+    """The exact sum of canonical :class:`WideSum` ``values`` along ``axis`` (an int or a tuple
+    of axes), canonical: the limbs summed apart, then the low limb's carry moved up, in stages
+    of at most :data:`WIDE_SUM_BLOCK` values (padded with zeros) so that the low limbs' sums
+    fit int32; the high limbs' sums must fit int32 too (they do while ``Σ|v| < 2**46`` over
+    fewer than ``2**30`` values)."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % values.hi.ndim for a in axes)
+    rest = [a for a in range(values.hi.ndim) if a not in axes]
+    shape = [values.hi.shape[a] for a in rest]
+    hi, lo = (jnp.transpose(x, axes + tuple(rest)).reshape([-1] + shape) for x in values)
     mask = jnp.int32(2**LIMB_BITS - 1)
-    hi, lo = jnp.sum(values.hi, axis=axis), jnp.sum(values.lo, axis=axis)
-    return WideSum(hi + jnp.right_shift(lo, LIMB_BITS), jnp.bitwise_and(lo, mask))
+    while True:
+        n = hi.shape[0]
+        blocks = -(-n // WIDE_SUM_BLOCK)
+        pad = [(0, blocks * WIDE_SUM_BLOCK - n if blocks > 1 else 0)] + [(0, 0)] * len(shape)
+        hi, lo = (jnp.pad(x, pad).reshape([blocks, -1] + shape) for x in (hi, lo))
+        hi, lo = jnp.sum(hi, axis=1), jnp.sum(lo, axis=1)
+        hi, lo = hi + jnp.right_shift(lo, LIMB_BITS), jnp.bitwise_and(lo, mask)
+        if blocks == 1:
+            return WideSum(hi[0], lo[0])
 
 
 def wide_abs(value: WideSum) -> WideSum:

@@ -17,9 +17,10 @@ replace-one, which removes one record and adds another). The sums are exact fixe
 past ``2**23 − 1`` records) and the utilities are compared as exact int32 gaps to the best,
 floored at ``−2**24`` units (:data:`GAP_FLOOR`) so that their float32 conversion is exact:
 permute-and-flip on ``max(u, u* − 2**24)``, whose sensitivity is still ``Δ`` (a maximum of two
-``Δ``-sensitive quantities, as the mechanism's own cap). The utility is not monotone (a record can raise one candidate and lower another), so each level's
-draw is ``ε_l``-DP at the rate ``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.
-permute_and_flip`, McKenna & Sheldon 2020). A tree's ``d`` draws compose sequentially (each
+``Δ``-sensitive quantities, as the mechanism's own cap). The utility is not monotone (a record
+can raise one candidate and lower another), so each level's draw is ``ε_l``-DP at the rate
+``ε_l/(2Δ)`` (:func:`dpjax.mechanisms.exponential.permute_and_flip`, McKenna & Sheldon
+2020). A tree's ``d`` draws compose sequentially (each
 level reads the cells the previous draws made): ``d·ε_l``.
 
 The levels run as one ``lax.scan``, each level's histogram padded to the last level's
@@ -45,6 +46,16 @@ from dpjax.trees.predict import step
 GAP_FLOOR = -(2**24)
 """The utilities' gaps to the best are floored here (units): float32 holds every integer down
 to it exactly."""
+
+
+def wide_row_limit(depth: int) -> int:
+    """The most rows whose level histograms an oblivious tree of ``depth`` can index in int32:
+    past :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows the histogram has a node per chunk
+    and cell, ``⌈m/2**CHUNK_BITS⌉·2**(d−1)`` of them, times up to 256 codes (the segment
+    index, :func:`~dpjax.trees.histogram.node_histogram`), so from depth 18 fewer than
+    ``2**28`` rows (a public limit, checked before any work)."""
+    chunks = (2**31 - 1) // (2 ** (depth - 1) * 256)
+    return max(fixed_point.MAX_ROWS, chunks * 2**fixed_point.CHUNK_BITS - 1)
 
 
 def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cells: int,
@@ -127,4 +138,4 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
         jnp.arange(depth, dtype=jnp.int32))
     return feature, threshold, cell, cost
 
-__all__ = ["GAP_FLOOR", "grow_oblivious", "level_utility"]
+__all__ = ["GAP_FLOOR", "grow_oblivious", "level_utility", "wide_row_limit"]

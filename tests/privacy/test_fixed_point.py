@@ -49,6 +49,23 @@ def test_wide_abs_and_sum_are_the_exact_values_in_canonical_limbs():
     assert as_ints(WideSum(total.hi[None], total.lo[None])) == [sum(abs(v) for v in values)]
 
 
+def test_wide_sum_adds_more_values_than_one_stage_holds():
+    """``2**16 + 5`` values whose low limbs are all ``2**16 − 1`` (one stage of ``2**15`` would
+    overflow int32), summed over a tuple of axes: the exact totals."""
+    rng = np.random.default_rng(4)
+    n = 2**16 + 5
+    hi = rng.integers(-2**10, 2**10, size=(3, n)).astype(np.int32)
+    values = WideSum(jnp.asarray(hi), jnp.full((3, n), 2**16 - 1, jnp.int32))
+    exact = [sum(int(h) * 2**16 + 2**16 - 1 for h in row) for row in hi]
+    total = wide_sum(values, axis=1)
+    assert as_ints(total) == exact
+    grid = hi[:, :5 * 13108].reshape(3, 5, 13108)          # 39,324 values per total
+    both = wide_sum(WideSum(jnp.asarray(grid), jnp.full(grid.shape, 2**16 - 1, jnp.int32)),
+                    axis=(0, 2))
+    assert as_ints(both) == [sum(int(h) * 2**16 + 2**16 - 1 for h in grid[:, k].ravel())
+                             for k in range(5)]
+
+
 @pytest.mark.parametrize("floor", [-(2**24), -(2**30) + 2**16, -1])
 def test_floored_gaps_of_wide_values_are_the_exact_floored_gaps(floor):
     """Values near ``2**36`` whose gaps to the best range from 0 through the floor to far
@@ -166,3 +183,5 @@ def test_an_aligned_count_crosses_no_extra_boundary():
         assert worst <= expected
     # without alignment a step of 256 charges the sum's and the count's crossing
     assert float(integer_grid(512.0, 1.0, 2, 2.0**36)[2]) == 3
+    with pytest.raises(ValueError, match="power of two"):    # 256 would not divide 384
+        integer_grid(512.0, 1.0, 2, 2.0**36, aligned=384)

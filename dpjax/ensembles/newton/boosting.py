@@ -162,7 +162,7 @@ winewhite."""
 MOMENTS_BOUND = float(2**36)
 """The public bound (units) of the regression prior's row count and target sum:
 :data:`dpjax.privacy.fixed_point.WIDE_MAX_ROWS` rows, about ``2**36`` units; it sets the
-release's grid to one row."""
+release's grid to one row (for ``ε >= 2**−19``)."""
 STEP_CLIP = 2.0
 """A round moves a cell's score (log-odds) by at most this much."""
 GAUSSIAN_CELL_BOUND = 2.0**16
@@ -356,9 +356,10 @@ def release_moments(key: jax.Array, z: jax.Array, epsilon: jax.Array | None,
     ``2**GRAD_BITS`` units and the sum by at most that (``|z| <= 1``); replacing one
     (``sensitivity`` 2) leaves the count and moves the sum by at most ``2·2**GRAD_BITS``.
     Both are within the public bound :data:`MOMENTS_BOUND`, whose grid is one row
-    (``2**GRAD_BITS`` units): the count's move is a whole grid step, so only the sum can cross
-    one more boundary (``aligned``, :func:`dpjax.mechanisms.laplace.integer_grid`) and the
-    integer sensitivity stays 2 rows."""
+    (``2**GRAD_BITS`` units) for ``ε >= 2**−19``: the count's move is then a whole grid step,
+    so only the sum can cross one more boundary (``aligned``,
+    :func:`dpjax.mechanisms.laplace.integer_grid`) and the integer sensitivity stays 2 rows
+    (at a smaller ``ε`` the grid is 2 rows and both may cross one: 2 steps)."""
     m = z.shape[0]
     total = fixed_point.exact_segment_sum(fixed_point.to_units(z)[:, None],
                                           jnp.zeros(m, jnp.int32), 1)

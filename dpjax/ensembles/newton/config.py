@@ -33,6 +33,7 @@ from dpjax.learner import (
 from dpjax.privacy import fixed_point
 from dpjax.trees.dense import MAX_DEPTH, DenseTree
 from dpjax.trees.describe import describe_dense_trees, tree_importances, values_text
+from dpjax.trees.oblivious import wide_row_limit
 
 
 def class_values(values: np.ndarray) -> str:
@@ -123,8 +124,12 @@ class Boosted(Learner):
         past :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows in two limbs (the rounds' cell
         sums, oblivious trees' level utilities, the individual filter's contributions, a
         regression prior's target sum), up to
-        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`."""
-        return fixed_point.WIDE_MAX_ROWS if private else None
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`; oblivious trees of 18 levels or
+        more, private or not, fewer (:func:`dpjax.trees.oblivious.wide_row_limit`)."""
+        limits = [fixed_point.WIDE_MAX_ROWS] if private else []
+        if self.may_grow_oblivious(n_features):
+            limits.append(wide_row_limit(self.depth))
+        return min(limits, default=None)
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
@@ -195,7 +200,18 @@ class Boosted(Learner):
         cells = max(max_codes, 2**self.depth)
         classes = n_classes if n_classes > 2 else 1
         return (self.shared_footprint(m, n) + 64.0 * m * classes
-                + 16.0 * rounds * (cells + 2**self.depth) * classes)
+                + 16.0 * rounds * (cells + 2**self.depth) * classes
+                + self.level_histograms(m, n, max_codes))
+
+    def level_histograms(self, m: int, n: int, max_codes: int) -> float:
+        """Bytes of an oblivious level's int32 histograms (the counts, both sides' sums and
+        their stacked copy): ``2**(d−1)`` cells of ``n·max_codes``, one set per chunk of rows
+        past :data:`~dpjax.privacy.fixed_point.MAX_ROWS` (:func:`dpjax.trees.oblivious.
+        level_utility`); 0 when no oblivious tree may grow."""
+        if not self.may_grow_oblivious(n):
+            return 0.0
+        chunks = 1 if m <= fixed_point.MAX_ROWS else -(-m // 2**fixed_point.CHUNK_BITS)
+        return 16.0 * chunks * 2 ** (self.depth - 1) * n * max_codes
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""

@@ -129,7 +129,9 @@ def test_a_coarse_grid_charges_every_coordinate_a_change_moves(monkeypatch):
 
 def test_the_row_limit_is_wide_for_every_private_fit():
     """Every private fit takes up to ``WIDE_MAX_ROWS`` rows, oblivious trees, the individual
-    filter and regression included; without DP there is no limit."""
+    filter and regression included; without DP there is no limit, but for oblivious trees of 18
+    levels or more, whose chunked level histograms' int32 segment index (``chunks·2**(d−1)``
+    nodes of up to 256 codes) caps the rows, private or not."""
     wide = fixed_point.WIDE_MAX_ROWS
     assert Boosted(shape="random").row_limit(True, 20) == wide
     assert Boosted(shape="cyclic").row_limit(True, 200) == wide
@@ -137,8 +139,26 @@ def test_the_row_limit_is_wide_for_every_private_fit():
     assert Boosted(shape="oblivious").row_limit(True, 5) == wide
     assert Boosted(shape="random", individual=2.0).row_limit(True, 5) == wide
     assert Boosted(shape="random").row_limit(True, 5, regression=True) == wide
-    assert Boosted(shape="oblivious").row_limit(False, 5) is None
+    assert Boosted(shape="random").row_limit(False, 5) is None
     shape = (fixed_point.WIDE_MAX_ROWS + 1, 3)
+    assert Boosted(shape="oblivious", depth=17).row_limit(True, 5) == wide
+    for depth in (18, 19, 20):
+        limit = Boosted(shape="oblivious", depth=depth).row_limit(False, 5)
+        chunks = -(-limit // 2**fixed_point.CHUNK_BITS)
+        assert limit < wide and chunks * 2 ** (depth - 1) * 256 < 2**31
+        assert (chunks + 1) * 2 ** (depth - 1) * 256 >= 2**31
+        assert Boosted(shape="oblivious", depth=depth).row_limit(True, 5) == limit
+        assert Boosted(depth=depth).row_limit(False, MANY_FEATURES) == limit
     with pytest.raises(ValueError, match="boosted regression fits at most 268435455 rows"):
         _preparation.check_limits(Boosted(shape="random"), shape, 10, 1, 1, private=True,
                                   regression=True)
+
+
+def test_the_footprint_counts_a_level_histogram_per_chunk_of_rows():
+    """Past ``MAX_ROWS`` rows an oblivious level histograms every chunk of ``2**CHUNK_BITS``
+    rows apart: the memory guard counts one set of histograms per chunk."""
+    deep = Boosted(shape="oblivious", depth=10)
+    narrow = deep.level_histograms(fixed_point.MAX_ROWS, 64, 256)
+    assert narrow == 16.0 * 2**9 * 64 * 256
+    assert deep.level_histograms(2**26, 64, 256) == 16 * narrow
+    assert Boosted(shape="random").level_histograms(2**26, 64, 256) == 0.0
