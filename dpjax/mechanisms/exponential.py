@@ -22,6 +22,12 @@ the utilities, i.e. a sensitivity ``Δ + 2e/c`` and a privacy loss ``2cΔ + 4e <
 ``slack = 4e = 8·2**−24·16 + 2**−30``: the selection is ``ε``-DP given utilities of sensitivity
 ``Δ`` as evaluated (callers add their own float margin to ``Δ``).
 
+**Integer utilities** (counts, fixed-point sums) are compared exactly: their gaps to the best
+are taken in int32 and floored at ``−2**24`` (:data:`INTEGER_GAP_FLOOR`) before the float32
+conversion, which then holds them exactly: permute-and-flip on ``max(u_r, u* − 2**24)``, again
+``Δ``-sensitive. A float32 utility past ``2**24`` would round, and its rounding differs
+between neighbours by more than ``Δ``.
+
 **Monotone utilities** (``monotone=True``): when adding a record to the data never raises any
 candidate's utility (or never lowers any), the rate may be ``ε/Δ`` instead of ``ε/(2Δ)``, as for
 the exponential mechanism. Permute-and-flip is report-noisy-max with exponential noise (Ding,
@@ -45,6 +51,8 @@ from dpjax.privacy.rounding import round_down
 
 GAMMA_CAP = 16.0
 """Coins are never below ``e^−16``: see the module docstring (a utility floor at ``u* − 16/c``)."""
+INTEGER_GAP_FLOOR = 2**24
+"""Integer utilities' gaps to the best are floored at ``−2**24`` (module docstring)."""
 GAMMA_SLACK = 8 * 2.0**-24 * GAMMA_CAP + 2.0**-30
 """The part of ``ε`` set aside for the float32 rounding of the capped ``γ`` and its ``2**−32``
 grid."""
@@ -72,7 +80,9 @@ def permute_and_flip(
     Args:
       key: PRNG key of this selection (never shared with another release).
       utility: ``[*batch, n_candidates]``; ``-inf`` marks candidates that are never chosen. The
-        leading axes are independent selections (one per node, say).
+        leading axes are independent selections (one per node, say). Integer utilities
+        (non-negative int32, every candidate valid) are compared by their exact gaps (module
+        docstring).
       sensitivity: ``Δ`` of the utility between neighbouring datasets (broadcastable to
         ``batch``; traced allowed).
       epsilon: budget of one selection (traced allowed).
@@ -87,7 +97,12 @@ def permute_and_flip(
     # one materialised utility for the maximum and the gaps: XLA may otherwise recompute the
     # utility inside each consumer's fusion, and two compilations of one float expression can
     # differ in the last ulp (a candidate above "the maximum", a negative gap)
-    utility = jax.lax.optimization_barrier(jnp.asarray(utility, jnp.float32))
+    utility = jnp.asarray(utility)
+    if jnp.issubdtype(utility.dtype, jnp.integer):
+        utility = utility.astype(jnp.int32)
+        gap = utility - jnp.max(utility, axis=-1, keepdims=True)
+        utility = jnp.maximum(gap, -INTEGER_GAP_FLOOR)
+    utility = jax.lax.optimization_barrier(utility.astype(jnp.float32))
     batch_shape = utility.shape[:-1]
     epsilon = jnp.asarray(epsilon, jnp.float32)
     sensitivity = jnp.broadcast_to(jnp.asarray(sensitivity, jnp.float32), batch_shape)

@@ -172,3 +172,18 @@ def test_permute_and_flip_vmap_keys_matches_single_calls():
     for i in range(4):
         np.testing.assert_array_equal(by_key[i], single(keys[i]))
     assert not np.array_equal(by_key[0], by_key[1])
+
+
+def test_integer_utilities_past_float32_precision_are_compared_exactly():
+    """Counts of ``2**26`` and ``2**26 + 1`` are the same float32: read as floats they would
+    tie (each picked half the time). As integers their gap is 1: at ``ε = 4``, ``Δ = 1`` the
+    lesser one is picked with permute-and-flip's exact probability ``e**−2/2`` (2,000 draws,
+    within the binomial tolerance); small integers give the float path's picks bit for bit."""
+    draw = jax.jit(jax.vmap(lambda key, u: permute_and_flip(key, u, 1.0, 4.0)[0],
+                            in_axes=(0, None)))
+    keys = jax.random.split(jax.random.key(0), 2_000)
+    expected = pf_probabilities([1.0, 2.0], 1.0, 4.0)[0]
+    frequency = float(jnp.mean(draw(keys, jnp.asarray([2**26, 2**26 + 1], jnp.int32)) == 0))
+    assert abs(frequency - expected) <= binomial_tolerance(expected, 2_000)
+    small = jnp.asarray([3, 7, 1, 7, 0], jnp.int32)
+    np.testing.assert_array_equal(draw(keys, small), draw(keys, small.astype(jnp.float32)))

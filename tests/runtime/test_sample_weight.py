@@ -88,14 +88,15 @@ def test_weights_outside_the_unit_interval_are_clipped_with_a_warning(data):
     chex.assert_trees_all_equal(model.params, clipped.params)
 
 
-def test_weighted_rf_exponential_stops_where_float32_utilities_stop_being_exact():
-    """RF-E's permute-and-flip reads the weighted fixed-point counts in float32: exact below
-    ``2**24`` units, so weighted RF-E takes at most 65,535 rows (refused before any work);
-    RF-L's Laplace release is exact in int32 up to the fixed-point limit."""
+def test_weighted_rf_exponential_stops_where_its_count_cap_could_bind():
+    """RF-E's permute-and-flip compares the weighted fixed-point counts by their exact int32
+    gaps, each count capped at ``2**30`` units so that counts and offset stay within int32:
+    weighted RF-E takes at most 4,194,303 rows (refused before any work), where no count
+    reaches the cap; RF-L's Laplace release is exact in int32 up to the fixed-point limit."""
     from dpjax._preparation import check_limits
     from dpjax.learners import get_learner
 
-    shape = (2**24 // fixed_point.UNIT, 3)
+    shape = (2**30 // fixed_point.UNIT, 3)
     with pytest.raises(ValueError, match="rf_exponential with sample_weight takes at most"):
         check_limits(get_learner("rf_exponential"), shape, 10, 2, 1, private=True,
                      weighted=True)

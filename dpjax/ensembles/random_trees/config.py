@@ -160,7 +160,8 @@ class RFExponential(RFLaplace):
     shrinkage: float = traced(0.0, non_negative_float)
 
     def weighted_row_limit(self) -> int | None:
-        """Weighted counts are fixed point (``2**8`` units a record) and permute-and-flip
-        reads them in float32: exact while a count stays below ``2**24`` units, so at most
-        65,535 weighted rows (unweighted counts stay exact up to the usual limits)."""
-        return 2**24 // fixed_point.UNIT - 1
+        """Weighted counts are fixed point (``2**8`` units a record) and the exponential
+        selection caps a leaf's count at :data:`~dpjax.ensembles.random_trees.forest.
+        COUNT_CAP` (``2**30`` units): 4,194,303 weighted rows at most, so the cap never
+        binds."""
+        return forest.COUNT_CAP // fixed_point.UNIT - 1

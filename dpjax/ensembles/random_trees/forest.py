@@ -158,6 +158,13 @@ def leaf_class_counts(leaves: jax.Array, y: jax.Array, n_classes: int, n_leaves:
     return jax.vmap(leaf_stats, in_axes=(0, None, None))(leaves, onehot, n_leaves)
 
 
+COUNT_CAP = 2**30
+"""Leaf counts (units) past this tie in the exponential selection: beyond ``10**9`` records of
+one class in one leaf, or any weighted fit's row limit."""
+OFFSET_CAP = 2.0**29
+"""The exponential selection's pseudo-count offset is capped here (units)."""
+
+
 def release_counts(
     key: jax.Array,
     counts: jax.Array,
@@ -198,10 +205,14 @@ def release_counts(
         # One example moves each class's count of a leaf by at most 1 under either relation; a
         # replaced example can touch two leaves of a tree, which share the tree's budget then.
         touched = 1 if per_leaf else int(sensitivity)
-        # the offset in whole units: the utilities stay exact integers (float32 rounding of
-        # a fractional offset could widen a neighbour's gap past the sensitivity)
-        utility = counts if offset is None else counts + jnp.floor(unit * offset).astype(
-            counts.dtype)
+        # exact integer utilities, compared by their int32 gaps (permute_and_flip): the
+        # offset in whole units (float32 rounding of a fractional offset could widen a
+        # neighbour's gap past the sensitivity), each part capped (a cap is 1-Lipschitz; the
+        # offset's is post-processing) so that their sum stays within int32
+        utility = jnp.minimum(counts, COUNT_CAP)
+        if offset is not None:
+            utility = utility + jnp.minimum(jnp.floor(unit * offset),
+                                            OFFSET_CAP).astype(utility.dtype)
         label, cost = permute_and_flip(key, utility, float(unit), parts(epsilon_each, touched),
                                        label="sens. 1")
         return label, (cost if per_leaf else parallel(cost, touched=touched))
