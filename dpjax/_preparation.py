@@ -330,6 +330,11 @@ def memory_limit() -> float:
     return MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+ROW_LIMIT = 2**31 - 1
+"""The most rows of any fit: counts, row indices and segment ids are int32 (a count past it
+would wrap, and a wrapped count moves by more than one record)."""
+
+
 def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_classes: int,
                  batch: int, *, private: bool, weighted: bool = False,
                  regression: bool = False) -> None:
@@ -339,17 +344,20 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
     :data:`dpjax.privacy.fixed_point.MAX_ROWS`), or arrays that would not fit in memory
     (instead of an out-of-memory kill). Reads only shapes and hyper-parameters."""
     task = " regression" if regression else ""
-    limits = [(config.row_limit(private, shape[1], regression), f"{config.name}{task} fits at "
+    limits = [(ROW_LIMIT, "dpjax fits at most {} rows (counts and indices are int32); subsample "
+               "the data"),
+              (config.row_limit(private, shape[1], regression), f"{config.name}{task} fits at "
                "most {} rows (its exact statistics are int32 sums); subsample the data")]
     if weighted and config.weighted_row_limit() is not None:
         limits.append((config.weighted_row_limit(), f"{config.name} with sample_weight takes "
-                       "at most {} rows (its selection reads the weighted counts in float32, "
-                       "exact below 2**24 units)"))
+                       "at most {} rows (its selection caps a leaf's weighted count at 2**30 "
+                       "fixed-point units)"))
     if weighted:
         limits.append((fixed_point.MAX_ROWS, "sample_weight takes at most {} rows (exact "
                        "fixed-point weighted counts)"))
-    for limit, message in limits:
-        if limit is not None and shape[0] > limit:
+    for limit, message in sorted((lm for lm in limits if lm[0] is not None),
+                                 key=lambda lm: lm[0]):      # the tightest one speaks
+        if shape[0] > limit:
             raise ValueError(message.format(limit))
     need = (batch * config.footprint(shape[0], shape[1], max_codes, n_classes)
             - (batch - 1) * config.shared_footprint(shape[0], shape[1]))

@@ -81,8 +81,7 @@ def permute_and_flip(
       key: PRNG key of this selection (never shared with another release).
       utility: ``[*batch, n_candidates]``; ``-inf`` marks candidates that are never chosen. The
         leading axes are independent selections (one per node, say). Integer utilities
-        (non-negative int32, every candidate valid) are compared by their exact gaps (module
-        docstring).
+        (int32, every candidate valid) are compared by their exact gaps (module docstring).
       sensitivity: ``Δ`` of the utility between neighbouring datasets (broadcastable to
         ``batch``; traced allowed).
       epsilon: budget of one selection (traced allowed).
@@ -99,9 +98,12 @@ def permute_and_flip(
     # differ in the last ulp (a candidate above "the maximum", a negative gap)
     utility = jnp.asarray(utility)
     if jnp.issubdtype(utility.dtype, jnp.integer):
-        utility = utility.astype(jnp.int32)
-        gap = utility - jnp.max(utility, axis=-1, keepdims=True)
-        utility = jnp.maximum(gap, -INTEGER_GAP_FLOOR)
+        if utility.dtype != jnp.int32:
+            raise TypeError(f"integer utilities must be int32, got {utility.dtype}")
+        # best − u as uint32 is exact for any two int32 values
+        best = jnp.max(utility, axis=-1, keepdims=True)
+        gap = best.astype(jnp.uint32) - utility.astype(jnp.uint32)
+        utility = -jnp.minimum(gap, jnp.uint32(INTEGER_GAP_FLOOR)).astype(jnp.int32)
     utility = jax.lax.optimization_barrier(utility.astype(jnp.float32))
     batch_shape = utility.shape[:-1]
     epsilon = jnp.asarray(epsilon, jnp.float32)

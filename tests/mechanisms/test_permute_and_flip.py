@@ -187,3 +187,7 @@ def test_integer_utilities_past_float32_precision_are_compared_exactly():
     assert abs(frequency - expected) <= binomial_tolerance(expected, 2_000)
     small = jnp.asarray([3, 7, 1, 7, 0], jnp.int32)
     np.testing.assert_array_equal(draw(keys, small), draw(keys, small.astype(jnp.float32)))
+    extremes = jnp.asarray([-2**31, 2**31 - 1], jnp.int32)       # a gap past int32: floored
+    assert set(np.asarray(draw(keys[:50], extremes)).tolist()) == {1}
+    with pytest.raises(TypeError, match="int32"):
+        permute_and_flip(keys[0], jnp.asarray([1, 2], jnp.int16), 1.0, 1.0)

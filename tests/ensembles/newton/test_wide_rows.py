@@ -15,6 +15,7 @@ import dpjax
 from dpjax import _preparation
 from dpjax.ensembles.newton import Boosted, boosting
 from dpjax.ensembles.newton.boosting import MANY_FEATURES
+from dpjax.learners import get_learner
 from dpjax.mechanisms import laplace
 from dpjax.privacy import fixed_point
 
@@ -162,3 +163,16 @@ def test_the_footprint_counts_a_level_histogram_per_chunk_of_rows():
     assert narrow == 16.0 * 2**9 * 64 * 256
     assert deep.level_histograms(2**26, 64, 256) == 16 * narrow
     assert Boosted(shape="random").level_histograms(2**26, 64, 256) == 0.0
+
+
+def test_no_fit_takes_more_rows_than_int32_counts():
+    """Every learner, private or not: counts and row indices are int32 (the tightest limit
+    is the one reported)."""
+    shape = (_preparation.ROW_LIMIT + 1, 3)
+    for config, private in ((Boosted(shape="random"), False),
+                            (get_learner("random_trees"), True),
+                            (get_learner("random_trees"), False)):
+        with pytest.raises(ValueError, match="dpjax fits at most 2147483647 rows"):
+            _preparation.check_limits(config, shape, 10, 2, 1, private=private)
+    with pytest.raises(ValueError, match="boosted fits at most 268435455 rows"):
+        _preparation.check_limits(Boosted(shape="random"), shape, 10, 2, 1, private=True)
