@@ -22,9 +22,9 @@ the utilities, i.e. a sensitivity ``Δ + 2e/c`` and a privacy loss ``2cΔ + 4e <
 ``slack = 4e = 8·2**−24·16 + 2**−30``: the selection is ``ε``-DP given utilities of sensitivity
 ``Δ`` as evaluated (callers add their own float margin to ``Δ``).
 
-**Integer utilities** (counts, fixed-point sums) are compared exactly: their gaps to the best
-are taken in int32 and floored at ``−2**24`` (:data:`INTEGER_GAP_FLOOR`) before the float32
-conversion, which then holds them exactly: permute-and-flip on ``max(u_r, u* − 2**24)``, again
+**Integer utilities** (int32 counts, fixed-point sums) are compared exactly: their gaps to the
+best are taken in uint32 (exact for any two int32 values) and floored at ``−2**24``
+(:data:`INTEGER_GAP_FLOOR`) before the float32 conversion, which then holds them exactly: permute-and-flip on ``max(u_r, u* − 2**24)``, again
 ``Δ``-sensitive. A float32 utility past ``2**24`` would round, and its rounding differs
 between neighbours by more than ``Δ``.
 
