@@ -24,9 +24,10 @@ the utilities, i.e. a sensitivity ``Δ + 2e/c`` and a privacy loss ``2cΔ + 4e <
 
 **Integer utilities** (int32 counts, fixed-point sums) are compared exactly: their gaps to the
 best are taken in uint32 (exact for any two int32 values) and floored at ``−2**24``
-(:data:`INTEGER_GAP_FLOOR`) before the float32 conversion, which then holds them exactly: permute-and-flip on ``max(u_r, u* − 2**24)``, again
-``Δ``-sensitive. A float32 utility past ``2**24`` would round, and its rounding differs
-between neighbours by more than ``Δ``.
+(:data:`INTEGER_GAP_FLOOR`, :func:`dpjax.privacy.fixed_point.floored_gaps`) before the float32
+conversion, which then holds them exactly: permute-and-flip on ``max(u_r, u* − 2**24)``, again
+``Δ``-sensitive. A float32 utility past ``2**24`` would round, and its rounding differs between
+neighbours by more than ``Δ``.
 
 **Monotone utilities** (``monotone=True``): when adding a record to the data never raises any
 candidate's utility (or never lowers any), the rate may be ``ε/Δ`` instead of ``ε/(2Δ)``, as for
@@ -47,6 +48,7 @@ from jax.typing import ArrayLike
 
 from dpjax.mechanisms.exact import bernoulli_exp, uniform_below
 from dpjax.privacy.costs import Cost
+from dpjax.privacy.fixed_point import floored_gaps
 from dpjax.privacy.rounding import round_down
 
 GAMMA_CAP = 16.0
@@ -100,10 +102,8 @@ def permute_and_flip(
     if jnp.issubdtype(utility.dtype, jnp.integer):
         if utility.dtype != jnp.int32:
             raise TypeError(f"integer utilities must be int32, got {utility.dtype}")
-        # best − u as uint32 is exact for any two int32 values
-        best = jnp.max(utility, axis=-1, keepdims=True)
-        gap = best.astype(jnp.uint32) - utility.astype(jnp.uint32)
-        utility = -jnp.minimum(gap, jnp.uint32(INTEGER_GAP_FLOOR)).astype(jnp.int32)
+        utility = floored_gaps(utility, jnp.ones(utility.shape, bool), -INTEGER_GAP_FLOOR,
+                               axis=-1)
     utility = jax.lax.optimization_barrier(utility.astype(jnp.float32))
     batch_shape = utility.shape[:-1]
     epsilon = jnp.asarray(epsilon, jnp.float32)

@@ -102,21 +102,35 @@ def wide_abs(value: WideSum) -> WideSum:
     return WideSum(hi, lo)
 
 
-def floored_gaps(values: jax.Array | WideSum, where: jax.Array, floor: int) -> jax.Array:
+def floored_gaps(values: jax.Array | WideSum, where: jax.Array, floor: int,
+                 axis: int | None = None) -> jax.Array:
     """``max(v − max_{where} v, floor)`` as int32 where ``where`` holds, else int32's minimum,
-    exactly, for int32 ``values`` (whose gaps fit int32) or canonical :class:`WideSum` ones
-    (``−2**30 + 2**16 <= floor < 0``): the best is the lexicographic maximum of the limbs, and
-    a gap's high limb is saturated at ``−2**14`` first (a saturated gap is below
-    ``−2**30 + 2**16`` either way, so it floors the same), so nothing overflows."""
+    the maximum taken along ``axis`` (default: over every entry), exactly, for any int32
+    ``values`` (the gap to the best taken in uint32, exact for two int32 values) or canonical
+    :class:`WideSum` ones (``−2**30 + 2**16 <= floor < 0``): the best is the lexicographic
+    maximum of the limbs, and a gap's high limb is saturated at ``−2**14`` first (a saturated
+    gap is below ``−2**30 + 2**16`` either way, so it floors the same), so nothing
+    overflows."""
     lowest = jnp.iinfo(jnp.int32).min
     if not isinstance(values, WideSum):
-        best = jnp.max(jnp.where(where, values, lowest))
-        return jnp.where(where, jnp.maximum(values - best, floor), lowest)
-    best_hi = jnp.max(jnp.where(where, values.hi, lowest))
-    best_lo = jnp.max(jnp.where(where & (values.hi == best_hi), values.lo, -1))
+        best = jnp.max(jnp.where(where, values, lowest), axis=axis, keepdims=True)
+        gap = best.astype(jnp.uint32) - values.astype(jnp.uint32)
+        floored = -jnp.minimum(gap, jnp.uint32(-floor)).astype(jnp.int32)
+        return jnp.where(where, floored, lowest)
+    best_hi = jnp.max(jnp.where(where, values.hi, lowest), axis=axis, keepdims=True)
+    best_lo = jnp.max(jnp.where(where & (values.hi == best_hi), values.lo, -1), axis=axis,
+                      keepdims=True)
     high = jnp.clip(values.hi - best_hi, -(2**14), 0)
     gap = jnp.left_shift(high, LIMB_BITS) + (values.lo - best_lo)
     return jnp.where(where, jnp.maximum(gap, floor), lowest)
+
+
+def row_chunks(m: int) -> tuple[int, jax.Array]:
+    """The wide path's chunks of ``2**CHUNK_BITS`` rows: their number ``⌈m/2**CHUNK_BITS⌉``
+    (static; 1 up to :data:`MAX_ROWS` rows, where sums are not chunked) and each row's chunk,
+    int32 ``[m]``."""
+    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
+    return (1 if m <= MAX_ROWS else -(-m // 2**CHUNK_BITS)), chunk
 
 
 def exact_segment_sum(values: jax.Array, segments: jax.Array,
@@ -130,8 +144,7 @@ def exact_segment_sum(values: jax.Array, segments: jax.Array,
     m = values.shape[0]
     if m <= MAX_ROWS:
         return jax.ops.segment_sum(values, segments, num_segments)
-    n_chunks = -(-m // 2**CHUNK_BITS)
-    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
+    n_chunks, chunk = row_chunks(m)
     parts = jax.ops.segment_sum(values, chunk * num_segments + segments,
                                 n_chunks * num_segments)
     return wide_total(parts.reshape((n_chunks, num_segments) + values.shape[1:]))

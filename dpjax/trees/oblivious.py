@@ -79,8 +79,7 @@ def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cell
                                                  n_codes))
         utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)  # [n, C]
         return fixed_point.floored_gaps(utility, valid, GAP_FLOOR)
-    n_chunks = -(-m // 2**fixed_point.CHUNK_BITS)
-    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), fixed_point.CHUNK_BITS)
+    n_chunks, chunk = fixed_point.row_chunks(m)
     left, right = split_stats(node_histogram(codes, chunk * n_cells + cell, gradient[:, None],
                                              n_chunks * n_cells, n_codes))
     sides = jnp.stack([left[..., 0], right[..., 0]]).reshape(

@@ -27,15 +27,18 @@ def random_problem(m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return codes, rng.integers(0, 4, m).astype(np.int32), gradient
 
 
-def utility_units(codes: np.ndarray, cell: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """The level's utilities ``u(f, t)`` (not the gaps) by a direct loop, int64."""
+def utility_units(codes: np.ndarray, cell: np.ndarray, gradient: np.ndarray,
+                  n_cells: int = 4) -> np.ndarray:
+    """The level's utilities ``u(f, t)`` (not the gaps) directly, by int64 histograms of each
+    cell and feature (``int64`` minimum where ``t`` is not a split)."""
     n_codes = int(N_CODES.max())
     out = np.full((len(N_CODES), n_codes), np.iinfo(np.int64).min)
     for f, codes_f in enumerate(N_CODES):
-        for t in range(codes_f - 1):
-            left = codes[:, f] <= t
-            out[f, t] = sum(abs(gradient[(cell == c) & side].sum())
-                            for c in range(4) for side in (left, ~left))
+        hist = np.bincount(cell * n_codes + codes[:, f], weights=gradient.astype(np.float64),
+                           minlength=n_cells * n_codes)
+        left = np.cumsum(np.rint(hist).astype(np.int64).reshape(n_cells, n_codes), axis=1)
+        right = left[:, -1:] - left
+        out[f, :codes_f - 1] = (np.abs(left) + np.abs(right)).sum(0)[:codes_f - 1]
     return out
 
 
@@ -48,20 +51,6 @@ def test_level_utility_is_the_gradient_sums_separated_by_each_split(seed):
     valid = direct > np.iinfo(np.int64).min
     np.testing.assert_array_equal(gaps[valid], (direct - direct[valid].max())[valid])
     assert np.all(gaps[~valid] == np.iinfo(np.int32).min)
-
-
-def utility_by_bincount(codes: np.ndarray, cell: np.ndarray, gradient: np.ndarray,
-                        n_cells: int) -> np.ndarray:
-    """:func:`utility_units` by int64 histograms, for many rows."""
-    n_codes = int(N_CODES.max())
-    out = np.full((len(N_CODES), n_codes), np.iinfo(np.int64).min)
-    for f, codes_f in enumerate(N_CODES):
-        hist = np.bincount(cell * n_codes + codes[:, f], weights=gradient.astype(np.float64),
-                           minlength=n_cells * n_codes)
-        left = np.cumsum(np.rint(hist).astype(np.int64).reshape(n_cells, n_codes), axis=1)
-        right = left[:, -1:] - left
-        out[f, :codes_f - 1] = (np.abs(left) + np.abs(right)).sum(0)[:codes_f - 1]
-    return out
 
 
 def test_level_utility_goes_wide_with_the_same_floored_gaps(monkeypatch):
@@ -91,7 +80,7 @@ def test_level_utility_is_exact_where_int32_sums_would_overflow():
     gradient = (UNIT * sign).astype(np.int32)
     gaps = np.asarray(jax.jit(level_utility, static_argnums=(3, 4))(
         jnp.asarray(codes), jnp.asarray(cell), jnp.asarray(gradient), 2, 8, N_CODES))
-    direct = utility_by_bincount(codes, cell, gradient, 2)
+    direct = utility_units(codes, cell, gradient, 2)
     valid = direct > np.iinfo(np.int64).min
     assert direct[valid].max() > 2**31
     expected = np.maximum(direct[valid] - direct[valid].max(), GAP_FLOOR)

@@ -210,8 +210,7 @@ class Boosted(Learner):
         level_utility`); 0 when no oblivious tree may grow."""
         if not self.may_grow_oblivious(n):
             return 0.0
-        chunks = 1 if m <= fixed_point.MAX_ROWS else -(-m // 2**fixed_point.CHUNK_BITS)
-        return 16.0 * chunks * 2 ** (self.depth - 1) * n * max_codes
+        return 16.0 * fixed_point.row_chunks(m)[0] * 2 ** (self.depth - 1) * n * max_codes
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""
