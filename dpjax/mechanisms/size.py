@@ -57,10 +57,15 @@ def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
 
 def pooled_counts(releases: list[tuple[jax.Array, ArrayLike]]) -> jax.Array:
     """Noisy class counts released at budgets ``ε_k``, pooled by inverse variance (weights
-    ``ε_k²``; post-processing)."""
-    weights = jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases])
+    ``ε_k²``; post-processing). Every product is rounded on its own before it is added (an
+    optimisation barrier): XLA's CPU backend may fuse a product and a sum into one fused
+    multiply-add, rounded once, and whether it does depends on the program around them, so a
+    vectorised sweep and a mapped one could otherwise differ in the last bit."""
+    weights = jax.lax.optimization_barrier(
+        jnp.stack([jnp.asarray(e, jnp.float32) ** 2 for _, e in releases]))
     counts = jnp.stack([c for c, _ in releases])
-    return jnp.sum(weights[:, None] * counts, 0) / jnp.maximum(weights.sum(), 1e-30)
+    weighted = jax.lax.optimization_barrier(weights[:, None] * counts)
+    return jnp.sum(weighted, 0) / jnp.maximum(weights.sum(), 1e-30)
 
 
 def balance_pseudo_counts(totals: jax.Array, records: ArrayLike) -> jax.Array:
