@@ -43,14 +43,14 @@ def random_splits(
         raise ValueError(f"threshold_range must be one of {THRESHOLD_RANGES}, "
                          f"got {threshold_range!r}")
     n = n_codes_per_feature.shape[0]
-    k_feature, k_threshold = jax.random.split(key)
-    # All randomness in two draws (one PRNG kernel each, whatever the depth).
-    uniform = jax.random.uniform(k_threshold, (2**depth - 1,))
+    # All randomness in one draw of words (one PRNG kernel, whatever the depth): a node's
+    # feature from the first row, its threshold from the second.
+    words = jax.random.bits(key, (2, 2**depth - 1), jnp.uint32)
     if threshold_range == "global":
-        feature = jax.random.randint(k_feature, (2**depth - 1,), 0, n, dtype=jnp.int32)
-        return feature, _uniform_code(uniform, 0, jnp.maximum(n_codes_per_feature[feature], 2) - 1)
+        feature = _uniform_below(words[0], jnp.int32(n))
+        return feature, _uniform_below(words[1], jnp.maximum(n_codes_per_feature[feature], 2) - 1)
     # "cell": a Gumbel row per node picks its feature uniformly among the splittable ones.
-    gumbel = jax.random.gumbel(k_feature, (2**depth - 1, n))
+    gumbel = jax.random.gumbel(jax.random.fold_in(key, 1), (2**depth - 1, n))
     feature, threshold = empty_splits(depth)
     low = jnp.zeros((1, n), jnp.int32)
     high = (n_codes_per_feature - 1)[None, :]
@@ -61,7 +61,7 @@ def random_splits(
         level_feature = jnp.where(allowed, gumbel[nodes], -jnp.inf).argmax(-1).astype(jnp.int32)
         lo = jnp.take_along_axis(low, level_feature[:, None], 1)[:, 0]
         hi = jnp.take_along_axis(high, level_feature[:, None], 1)[:, 0]
-        level_threshold = _uniform_code(uniform[nodes], lo, jnp.maximum(hi, lo + 1))
+        level_threshold = lo + _uniform_below(words[1, nodes], jnp.maximum(hi - lo, 1))
         feature = feature.at[nodes].set(level_feature)
         threshold = threshold.at[nodes].set(level_threshold)
         chosen = jax.nn.one_hot(level_feature, n, dtype=bool)
@@ -72,11 +72,11 @@ def random_splits(
     return feature, threshold
 
 
-def _uniform_code(uniform: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
-    """Threshold uniform on ``{low, ..., high - 1}`` from ``uniform ~ U[0, 1)``."""
-    count = high - low
-    return (low + jnp.minimum(jnp.floor(uniform * count).astype(jnp.int32), count - 1)).astype(
-        jnp.int32)
+def _uniform_below(word: jax.Array, count: jax.Array) -> jax.Array:
+    """An int32 on ``{0, ..., count − 1}`` from a uniform uint32 ``word``: ``word mod count``
+    (``1 <= count``; each value's probability within ``count/2**32`` of ``1/count``, public
+    randomness that no privacy claim rests on)."""
+    return (word % count.astype(jnp.uint32)).astype(jnp.int32)
 
 
 def level_split_stats(

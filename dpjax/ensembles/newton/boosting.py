@@ -877,7 +877,8 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     k_trees, k_order = jax.random.split(structure_key)
     feature, threshold = jax.vmap(random_splits, in_axes=(0, None, None))(
         jax.random.split(k_trees, n_trees if has_random else 1), depth, n_codes_per_feature)
-    order = jax.random.permutation(k_order, n_features)
+    # a uniform order (ties of two 32-bit words aside): one PRNG kernel and a sort
+    order = jnp.argsort(jax.random.bits(k_order, (n_features,), jnp.uint32)).astype(jnp.int32)
 
     columns = codes.T if has_cyclic else None   # [n, m]: a cyclic round reads one row
     ordered = jnp.asarray(n_ordered)
