@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
+from dpjax.privacy.rounding import round_down
+
 U32 = jnp.uint32
 SATURATION = 2**30
 """Discrete-Laplace draws are returned saturated to ``[−2**30, 2**30]``: whoever adds one to a
@@ -238,7 +240,7 @@ def laplace_fraction(scale: jax.Array) -> tuple[jax.Array, jax.Array]:
     scale = jnp.asarray(scale, jnp.float32)
     exponent = jnp.clip(jnp.ceil(jnp.log2(scale)).astype(jnp.int32) + 11, 11, 31)
     t = jnp.ldexp(jnp.float32(1.0), exponent)
-    ratio = jnp.nextafter(t / scale, jnp.float32(0.0))   # below t/scale: s/t <= 1/scale
+    ratio = round_down(t / scale, ulps=1)          # below t/scale: s/t <= 1/scale
     s = jnp.floor(jnp.minimum(ratio, jnp.float32(2**24 - 1)))
     return jnp.left_shift(U32(1), exponent.astype(U32)), s.astype(U32)
 

@@ -33,28 +33,28 @@ def _from_ordinal(ordinal: jax.Array) -> jax.Array:
         jnp.where(ordinal >= 0, ordinal, jnp.int32(_INT_MIN) - ordinal), jnp.float32)
 
 
-def round_up(x: jax.Array) -> jax.Array:
-    """``x`` moved ``ULPS`` float32 ulps towards ``+inf`` (for noise scales).
+def round_up(x: jax.Array, ulps: int = ULPS) -> jax.Array:
+    """``x`` moved ``ulps`` float32 ulps towards ``+inf`` (for noise scales).
 
     Integer steps on the float's ordinal (``+inf`` stays ``+inf``, NaN stays NaN): the value
-    of ``ULPS`` ``jnp.nextafter(x, inf)`` calls on every normal, infinite or zero ``x``, with
+    of ``ulps`` ``jnp.nextafter(x, inf)`` calls on every normal, infinite or zero ``x``, with
     a program a fraction the size (``nextafter`` is two dozen operations per call). Subnormal
     results are kept, not flushed to zero: never below ``x``."""
     x = jnp.asarray(x, jnp.float32)
-    moved = _from_ordinal(jnp.minimum(_ordinal(x) + ULPS, _INF_ORDINAL))
+    moved = _from_ordinal(jnp.minimum(_ordinal(x) + ulps, _INF_ORDINAL))
     return jnp.where(jnp.isnan(x), x, moved)
 
 
-def round_down(x: jax.Array) -> jax.Array:
-    """``x`` moved ``ULPS`` float32 ulps towards 0 (for rates ``eps / Delta``; ``x >= 0``).
+def round_down(x: jax.Array, ulps: int = ULPS) -> jax.Array:
+    """``x`` moved ``ulps`` float32 ulps towards 0 (for rates ``eps / Delta``; ``x >= 0``).
 
     Integer steps on the float's ordinal, stopping at ``+0`` (NaN stays NaN): the value of
-    ``ULPS`` ``jnp.nextafter(x, 0)`` calls on every normal, infinite or zero ``x``. A
+    ``ulps`` ``jnp.nextafter(x, 0)`` calls on every normal, infinite or zero ``x``. A
     subnormal ``x`` moves by ulps too (not to 0 at once): never further from 0 than ``x``."""
     x = jnp.asarray(x, jnp.float32)
     ordinal = _ordinal(x)
-    moved = jnp.where(ordinal > 0, jnp.maximum(ordinal - ULPS, 0),
-                      jnp.minimum(ordinal + ULPS, 0))
+    moved = jnp.where(ordinal > 0, jnp.maximum(ordinal - ulps, 0),
+                      jnp.minimum(ordinal + ulps, 0))
     return jnp.where(jnp.isnan(x), x, _from_ordinal(moved))
 
 

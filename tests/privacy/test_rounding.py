@@ -25,22 +25,23 @@ def floats() -> np.ndarray:
                            -normal.view(np.float32), bits.astype(np.int32).view(np.float32)])
 
 
-def nextafter_steps(x: np.ndarray, target: float) -> np.ndarray:
-    """``ULPS`` IEEE ``nextafter`` steps (NumPy's, exact on subnormals too)."""
+def nextafter_steps(x: np.ndarray, target: float, ulps: int) -> np.ndarray:
+    """``ulps`` IEEE ``nextafter`` steps (NumPy's, exact on subnormals too)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(ULPS):
+        for _ in range(ulps):
             x = np.nextafter(x, np.float32(target))
     return x
 
 
+@pytest.mark.parametrize("ulps", [ULPS, 1])
 @pytest.mark.parametrize("rounding, target", [(round_up, np.inf), (round_down, 0.0)])
-def test_rounding_is_ulps_ieee_nextafter_steps(rounding, target):
-    """The integer ordinal steps give the value of ``ULPS`` IEEE ``nextafter`` steps on every
+def test_rounding_is_ulps_ieee_nextafter_steps(rounding, target, ulps):
+    """The integer ordinal steps give the value of ``ulps`` IEEE ``nextafter`` steps on every
     float: NaN stays NaN, +inf stays +inf going up, ±0 and the subnormals move by ulps (only
     the sign of a zero result may differ, and it equals +0)."""
     x = floats()
-    got = np.asarray(jax.jit(rounding)(x))
-    want = nextafter_steps(x, target)
+    got = np.asarray(jax.jit(rounding, static_argnums=1)(x, ulps))
+    want = nextafter_steps(x, target, ulps)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     kept = ~np.isnan(want)
