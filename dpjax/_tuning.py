@@ -398,10 +398,10 @@ def selection_release(part: Prepared, space: SearchSpace, epsilon: float,
 def run_epsilon(epsilon: float) -> float:
     """``ε_c``: ``ε/3`` in float32, rounded down (:func:`~dpjax.privacy.rounding.round_down`),
     so that ``3·ε_c <= ε``; ``ValueError`` for an ``ε`` whose third is not a normal float32."""
-    if epsilon < 3.0 * float(np.finfo(np.float32).tiny):
+    epsilon_c = float(round_down(jnp.float32(epsilon / 3.0)))
+    if epsilon_c < float(np.finfo(np.float32).tiny):
         raise ValueError(f"epsilon is too small for tune: {epsilon!r}/3 is not a normal "
                          "float32")
-    epsilon_c = float(round_down(jnp.float32(epsilon / 3.0)))
     if not 0.0 < 3.0 * epsilon_c <= epsilon:
         raise RuntimeError(f"internal error: 3 x {epsilon_c!r} exceeds epsilon {epsilon!r}")
     return epsilon_c

@@ -44,9 +44,13 @@ def random_splits(
                          f"got {threshold_range!r}")
     n = n_codes_per_feature.shape[0]
     # All randomness in one draw of words (one PRNG kernel, whatever the depth): a node's
-    # feature from the first row, its threshold from the second.
-    words = jax.random.bits(key, (2, 2**depth - 1), jnp.uint32)
-    if threshold_range == "global":
+    # feature from the first row, its threshold from the second. "cell" draws its words and
+    # its Gumbel rows from two children of the key (``bits(key)`` would share words with
+    # ``fold_in(key, 1)``).
+    global_range = threshold_range == "global"
+    words = jax.random.bits(key if global_range else jax.random.fold_in(key, 0),
+                            (2, 2**depth - 1), jnp.uint32)
+    if global_range:
         feature = _uniform_below(words[0], jnp.int32(n))
         return feature, _uniform_below(words[1], jnp.maximum(n_codes_per_feature[feature], 2) - 1)
     # "cell": a Gumbel row per node picks its feature uniformly among the splittable ones.

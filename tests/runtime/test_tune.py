@@ -348,6 +348,9 @@ def test_the_audit_release_is_tunes_selection_for_its_split(data, model):
     chex.assert_trees_all_close(params, model.params, rtol=1e-5, atol=1e-6)
 
 
-def test_an_epsilon_whose_third_is_not_a_normal_float32_is_refused():
+@pytest.mark.parametrize("epsilon", [1e-38, 3 * float(np.finfo(np.float32).tiny)])
+def test_an_epsilon_whose_third_is_not_a_normal_float32_is_refused(epsilon):
+    """Refused whenever ``ε_c``, rounded down, is below the smallest normal float32 (at three
+    times it, the rounded-down third is subnormal)."""
     with pytest.raises(ValueError, match="epsilon is too small for tune"):
-        _tuning.run_epsilon(1e-38)
+        _tuning.run_epsilon(epsilon)
