@@ -5,6 +5,7 @@ persistent compilation cache, per learner, with its defaults on a small public d
     python -m benchmarks.bench_cold_start --learners boosted --repeats 5
     python -m benchmarks.bench_cold_start --quick   # DPJAX_QUICK_COMPILE=on in the children
     python -m benchmarks.bench_cold_start --before old.csv --before-label "sources at abc123"
+    python -m benchmarks.bench_cold_start --against /tmp/old-checkout --before-label "abc123"
 
 Each repeat of each learner runs in a fresh interpreter whose ``DPJAX_COMPILATION_CACHE`` is a
 new empty directory, so nothing compiled earlier is read from disk. The child:
@@ -70,18 +71,21 @@ def child(method: str, dataset: str, data_dir: str | None) -> dict[str, Any]:
 
 
 def run_child(method: str, dataset: str, data_dir: str | None, timeout: float,
-              quick: str) -> dict[str, Any]:
+              quick: str, sources: str | None = None) -> dict[str, Any]:
     """One cold start in a fresh interpreter whose compilation cache is a new empty directory
-    (:func:`benchmarks.suite_common.cache_env`: a cache configured for JAX itself is dropped)."""
+    (:func:`benchmarks.suite_common.cache_env`: a cache configured for JAX itself is dropped),
+    of this checkout's dpjax or of the one at ``sources`` (another checkout's root)."""
     from benchmarks.suite_common import cache_env
     with tempfile.TemporaryDirectory(prefix="dpjax-cold-") as cache:
         child_env = {**os.environ, **cache_env(cache), "DPJAX_QUICK_COMPILE": quick}
+        if sources is not None:
+            child_env["PYTHONPATH"] = os.path.abspath(sources)
         env = {k: v for k, v in child_env.items() if v is not None}
         command = [sys.executable, "-m", "benchmarks.bench_cold_start", "--child", method,
                    "--dataset", dataset] + (["--data-dir", data_dir] if data_dir else [])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                  check=False, env=env)
+                                  check=False, env=env, cwd=sources)
         except subprocess.TimeoutExpired:
             return {"method": method, "error": f"timed out after {timeout:.0f} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -135,6 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--before", default=None, help="an earlier run's CSV to set beside")
+    parser.add_argument("--against", default=None,
+                        help="another checkout's root: each repeat of each learner runs it "
+                             "too, right after this one (the before column, same conditions)")
     parser.add_argument("--before-label", default="an earlier run",
                         help="what the earlier run was (sources, options)")
     parser.add_argument("--stem", default=None, help="output name (default by device)")
@@ -152,15 +159,21 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks import harness
     from experiments.harness import save_results
     learners = args.learners.split(",") if args.learners else sorted(dpjax.LEARNERS)
-    records = []
+    if args.before and args.against:
+        parser.error("--before and --against both set the before column: give one")
+    runs = {"this": None} | ({"against": args.against} if args.against else {})
+    records: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     for repeat in range(args.repeats):
         for method in learners:
-            record = run_child(method, args.dataset, args.data_dir, args.timeout, args.quick)
-            harness.log(f"{method} #{repeat}: " + (record.get("error") or
-                                                   f"first fit {record['first_fit_s']:.2f} s"))
-            records.append({**record, "repeat": repeat})
-    table = medians(records)
-    before = pd.read_csv(args.before) if args.before else None
+            for name, sources in runs.items():
+                record = run_child(method, args.dataset, args.data_dir, args.timeout,
+                                   args.quick, sources)
+                harness.log(f"{method} #{repeat} ({name}): " + (
+                    record.get("error") or f"first fit {record['first_fit_s']:.2f} s"))
+                records[name].append({**record, "repeat": repeat})
+    table = medians(records["this"])
+    before = (medians(records["against"]) if args.against
+              else pd.read_csv(args.before) if args.before else None)
     text = markdown(table, args.dataset, args.repeats, before, args.before_label, args.quick)
     print(text)
     quick = "_quick" if args.quick == "on" else ""
