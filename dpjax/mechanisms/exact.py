@@ -26,10 +26,12 @@ Representations (all exact):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.random import threefry_2x32
 
 from dpjax.privacy.rounding import round_down
@@ -70,6 +72,7 @@ def run_lanes(
     start: Callable[[jax.Array], Lanes],
     n: int,
     outputs: tuple[int, ...],
+    groups: tuple[int, ...] | None = None,
 ) -> Lanes:
     """Run ``n`` independent draws of a per-lane state machine, a window of lanes at a time.
 
@@ -84,6 +87,11 @@ def run_lanes(
       start: ``index [w] -> lanes``, the initial state of draws ``index`` (1-D arrays ``[w]``;
         ``index`` is clipped to ``n − 1``).
       n: number of draws (static); outputs: the lanes that hold a finished draw's result.
+      groups: the draws as consecutive groups of these sizes (static, summing to ``n``),
+        group ``g`` drawing from ``key[g]`` (a key array ``[G]``): the ``i``-th draw of group
+        ``g`` reads the words of draw ``i`` of ``key[g]``, so every group gets exactly the
+        draws it would get run alone, and several releases share one loop (one sampler in
+        the compiled program instead of one each).
 
     Returns:
       The ``outputs`` lanes ``[n]`` of every finished draw.
@@ -99,10 +107,27 @@ def run_lanes(
     same fit, would change many draws.)
     """
     width = window_size(n)
-    pair = jax.random.bits(key, (2,), U32)
+    if groups is None:
+        pair = jax.random.bits(key, (2,), U32)
+
+        def keys_of(index):
+            return (pair[0], pair[1]), index
+    else:
+        if sum(groups) != n:
+            raise ValueError(f"groups {groups} do not add up to {n} draws")
+        pairs = jax.vmap(lambda k: jax.random.bits(k, (2,), U32))(key)
+        group = jnp.asarray(np.repeat(np.arange(len(groups)), groups), jnp.int32)
+        first_of = np.cumsum((0,) + tuple(groups[:-1]))
+        local = jnp.asarray(np.arange(n) - np.repeat(first_of, groups), jnp.int32)
+
+        def keys_of(index):
+            draw = jnp.minimum(index, n - 1)            # an idle slot's words are unused
+            lane_pairs = pairs[group[draw]]
+            return (lane_pairs[:, 0], lane_pairs[:, 1]), local[draw]
 
     def words(index, age):
-        w = threefry_2x32(pair, jnp.concatenate([index.astype(U32), age.astype(U32)]))
+        pair_of, own = keys_of(index)
+        w = threefry_2x32(pair_of, jnp.concatenate([own.astype(U32), age.astype(U32)]))
         return w[:width], w[width:]
 
     first = jnp.arange(width, dtype=jnp.int32)
@@ -268,6 +293,17 @@ def discrete_laplace(key: jax.Array, shape: tuple[int, ...], t: jax.Array,
     Returns:
       int32 ``shape`` draws in ``[−2**30, 2**30]``.
     """
+    return joint_discrete_laplace(key[None], (shape,), jnp.asarray(t, U32)[None],
+                                  jnp.asarray(s, U32)[None])[0]
+
+
+def joint_discrete_laplace(keys: jax.Array, shapes: tuple[tuple[int, ...], ...],
+                           t: jax.Array, s: jax.Array) -> list[jax.Array]:
+    """Several :func:`discrete_laplace` releases in one sampler loop: release ``g`` of
+    ``shapes[g]`` from ``keys[g]`` at the rational scale ``t[g]/s[g]`` (uint32 ``[G]``). Each
+    release's draws are exactly those of :func:`discrete_laplace` alone (:func:`run_lanes`
+    groups: its own key and draw indices); the compiled program holds one sampler instead of
+    ``G``, so one loop compiles once for several releases at the same point of a fit."""
     t, s = jnp.asarray(t, U32), jnp.maximum(jnp.asarray(s, U32), U32(1))
     q_t, r_t = t // s, t % s
     mask = t - U32(1)
@@ -275,11 +311,14 @@ def discrete_laplace(key: jax.Array, shape: tuple[int, ...], t: jax.Array,
     log2_t = U32(32) - shift
     saturation_v = jnp.where(q_t > 0, U32(SATURATION) // jnp.maximum(q_t, U32(1)),
                              U32(GEOMETRIC_CAP))
+    sizes = tuple(math.prod(shape) for shape in shapes)
+    group = np.repeat(np.arange(len(shapes)), sizes)     # each draw's release (static)
 
     def step(w1, w2, lanes):
-        phase, u, whole, k, frac, v, negative = lanes
+        phase, u, whole, k, frac, v, negative, g = lanes
+        lane_s, lane_shift, lane_log2_t = s[g], shift[g], log2_t[g]
         start = phase == 0
-        u = jnp.where(start, w1 & mask, u)
+        u = jnp.where(start, w1 & mask[g], u)
         coining = (phase == 1) | (phase == 2)
         new_whole, new_k, finished, outcome = _coin_step(whole, k, frac, w1, w2)
         whole, k = jnp.where(coining, new_whole, whole), jnp.where(coining, new_k, k)
@@ -291,32 +330,37 @@ def discrete_laplace(key: jax.Array, shape: tuple[int, ...], t: jax.Array,
         # the sign from word 1 (unused by the e^-1 coins); Y = 0 (U + t V < s, i.e. U < s and
         # V <= (s − U − 1)/t, t = 2**k) with a negative sign is rejected
         negative = jnp.where(stop_v, (w1 & U32(1)).astype(jnp.int32), negative)
-        zero = (u < s) & (v <= jnp.right_shift(s - u - U32(1), log2_t))
+        zero = (u < lane_s) & (v <= jnp.right_shift(lane_s - u - U32(1), lane_log2_t))
         restart = reject_u | (stop_v & (negative == 1) & zero)
         # the next coin: exp(-U/t) after drawing U; e^-1 after accepting U or a success of V
         renew = start | accept_u | (success_v & ~stop_v)
         whole = jnp.where(renew, jnp.where(start, 0, 1), whole)
-        frac = jnp.where(renew, jnp.where(start, jnp.left_shift(u, shift), U32(0)), frac)
+        frac = jnp.where(renew, jnp.where(start, jnp.left_shift(u, lane_shift), U32(0)), frac)
         k = jnp.where(renew, U32(1), k)
         phase = jnp.select([restart, start, accept_u, stop_v],
                            [jnp.zeros_like(phase), jnp.ones_like(phase),
                             jnp.full_like(phase, 2), jnp.full_like(phase, 3)], phase)
-        return phase, u, whole, k, frac, v, negative
+        return phase, u, whole, k, frac, v, negative, g
+
+    draw_group = jnp.asarray(group, jnp.int32)
 
     def begin(index):
         zeros = jnp.zeros(index.shape, U32)
         int_zeros = jnp.zeros(index.shape, jnp.int32)
-        return int_zeros, zeros, int_zeros, zeros, zeros, zeros, int_zeros
+        return int_zeros, zeros, int_zeros, zeros, zeros, zeros, int_zeros, draw_group[index]
 
-    size = 1
-    for dim in shape:
-        size *= dim
-    u, v, negative = run_lanes(key, step, lambda lanes: lanes[0] == 3, begin, size,
-                               outputs=(1, 5, 6))
-    # Y = floor((U + t V)/s), saturated
+    joint = len(sizes) > 1
+    u, v, negative = run_lanes(keys if joint else keys[0], step, lambda lanes: lanes[0] == 3,
+                               begin, sum(sizes), outputs=(1, 5, 6),
+                               groups=sizes if joint else None)
+    # Y = floor((U + t V)/s), saturated, each draw with its release's scale
+    q_t, r_t, s, saturation_v = (a[group] for a in (q_t, r_t, s, saturation_v))
     y = q_t * v + u // s + (u % s + r_t * v) // s
     y = jnp.where(v > saturation_v, U32(SATURATION), jnp.minimum(y, U32(SATURATION)))
-    return jnp.where(negative == 1, -y.astype(jnp.int32), y.astype(jnp.int32)).reshape(shape)
+    z = jnp.where(negative == 1, -y.astype(jnp.int32), y.astype(jnp.int32))
+    ends = np.cumsum(sizes)
+    return [z[end - size:end].reshape(shape)
+            for end, size, shape in zip(ends, sizes, shapes, strict=True)]
 
 
 def square_64(d: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -29,12 +29,14 @@ second derivation of the budget.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from dpjax.mechanisms.exact import discrete_laplace, laplace_fraction
+from dpjax.mechanisms.exact import joint_discrete_laplace, laplace_fraction
 from dpjax.privacy.costs import Cost
 from dpjax.privacy.fixed_point import WideSum, shift_clip
 from dpjax.privacy.rounding import round_up
@@ -112,6 +114,17 @@ def grid_step(sensitivity: ArrayLike, epsilon: ArrayLike, bound: ArrayLike | Non
                                                       bound))
 
 
+class LaplacePlan(NamedTuple):
+    """A :func:`laplace_mechanism` release before its noise: the clipped grid values, the grid
+    step, the sampler's scale ``t/s`` and the release's cost (set by ``(t, s)``)."""
+
+    grid_value: jax.Array
+    step: jax.Array
+    t: jax.Array
+    s: jax.Array
+    cost: Cost
+
+
 def laplace_mechanism(
     key: jax.Array,
     value: ArrayLike,
@@ -156,6 +169,25 @@ def laplace_mechanism(
       ``(released, cost)``: float32 ``released`` of ``value``'s shape (multiples of the grid),
       and the cost of each release, ``epsilon`` of shape ``batch``.
     """
+    plan = plan_laplace(value, sensitivity, epsilon, bound=bound, integer=integer,
+                        event_ndim=event_ndim, touched=touched, aligned=aligned, label=label)
+    return laplace_releases([key], [plan])[0]
+
+
+def plan_laplace(
+    value: ArrayLike,
+    sensitivity: ArrayLike,
+    epsilon: ArrayLike,
+    *,
+    bound: ArrayLike | None = None,
+    integer: bool = False,
+    event_ndim: int | None = None,
+    touched: int | None = None,
+    aligned: int | None = None,
+    label: str = "",
+) -> LaplacePlan:
+    """A :func:`laplace_mechanism` release up to its noise (the same arguments, less the key):
+    release it with :func:`laplace_releases`, alone or with others drawn at the same point."""
     sensitivity = jnp.asarray(sensitivity, jnp.float32)
     epsilon = jnp.asarray(epsilon, jnp.float32)
     wide = isinstance(value, WideSum)
@@ -185,11 +217,26 @@ def laplace_mechanism(
     spent = sensitivity_int * s.astype(jnp.float32) / t.astype(jnp.float32)
     spent = jnp.where(s >= 1, spent, jnp.nan)       # scale beyond the sampler: not releasable
     grid_value = jnp.clip(grid_value, -MAX_GRID_VALUE, MAX_GRID_VALUE)
-    noise = discrete_laplace(key, shape, t, s)
-    noisy = jnp.clip(grid_value + noise, -RELEASE_CLIP, RELEASE_CLIP)
     name = "discrete Laplace" + (f" ({label})" if label else "")
     cost = Cost(jnp.broadcast_to(spent, batch_shape), jnp.zeros(batch_shape, jnp.float32), name)
-    return noisy.astype(jnp.float32) * step, cost
+    return LaplacePlan(grid_value, step, t, s, cost)
+
+
+def laplace_releases(keys: Sequence[jax.Array], plans: Sequence[LaplacePlan]
+                     ) -> list[tuple[jax.Array, Cost]]:
+    """Release planned :func:`plan_laplace` releases, each with its own key (never shared with
+    another release): ``[(released, cost)]``, each exactly what :func:`laplace_mechanism` gives
+    alone (the same draws: :func:`~dpjax.mechanisms.exact.joint_discrete_laplace`), from one
+    sampler in the compiled program however many releases there are."""
+    noises = joint_discrete_laplace(jnp.stack(list(keys)),
+                                    tuple(p.grid_value.shape for p in plans),
+                                    jnp.stack([p.t for p in plans]),
+                                    jnp.stack([p.s for p in plans]))
+    return [((jnp.clip(p.grid_value + noise, -RELEASE_CLIP, RELEASE_CLIP)
+              .astype(jnp.float32) * p.step), p.cost)
+            for p, noise in zip(plans, noises, strict=True)]
+
+
 
 
 def report_noisy_min(

@@ -10,11 +10,13 @@ float32 and int32 then hold it exactly).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from dpjax.mechanisms.laplace import laplace_mechanism
+from dpjax.mechanisms.laplace import LaplacePlan, laplace_releases, plan_laplace
 from dpjax.privacy.costs import Cost
 
 MAX_SIZE = float(2**24 - 1)
@@ -31,9 +33,19 @@ AGAIN_LABEL = "class counts again (majority fallback)"
 def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.Array, Cost]:
     """``(ñ, cost)``: the row count ``n_rows`` with exact discrete Laplace noise at ``epsilon``
     (add/remove sensitivity 1), clipped to ``[1, MAX_SIZE]``, as float32."""
-    size, cost = laplace_mechanism(key, jnp.int32(n_rows), 1, epsilon, integer=True,
-                                   label="sens. 1")
-    return jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE), cost
+    size, cost = laplace_releases([key], [size_plan(n_rows, epsilon)])[0]
+    return clip_size(size), cost
+
+
+def size_plan(n_rows: int, epsilon: jax.Array) -> LaplacePlan:
+    """:func:`release_size` before its noise (:func:`~dpjax.mechanisms.laplace.plan_laplace`),
+    to be drawn with other releases at the same point; :func:`clip_size` the release."""
+    return plan_laplace(jnp.int32(n_rows), 1, epsilon, integer=True, label="sens. 1")
+
+
+def clip_size(size: jax.Array) -> jax.Array:
+    """A released row count clipped to ``[1, MAX_SIZE]``, float32 (post-processing)."""
+    return jnp.clip(jnp.asarray(size, jnp.float32), 1.0, MAX_SIZE)
 
 
 def class_totals(y: jax.Array, n_classes: int) -> jax.Array:
@@ -50,9 +62,26 @@ def release_class_counts(key: jax.Array, totals: jax.Array, epsilon: jax.Array,
     class), as float32 records, and the cost; ``bound``: the public bound of the totals (in
     units) beyond ``2**28`` that sets a coarser grid
     (:func:`dpjax.mechanisms.laplace.integer_grid`)."""
-    noisy, cost = laplace_mechanism(key, totals, sensitivity * unit, epsilon, integer=True,
-                                    bound=bound, label=f"L1 sens. {sensitivity:g}")
-    return noisy / unit, cost
+    return release_class_counts_at([key], totals, [epsilon], sensitivity, unit, bound)[0]
+
+
+def release_class_counts_at(keys: Sequence[jax.Array], totals: jax.Array,
+                            epsilons: Sequence[jax.Array], sensitivity: float, unit: int = 1,
+                            bound: float | None = None) -> list[tuple[jax.Array, Cost]]:
+    """:func:`release_class_counts` at each of several budgets, release ``k`` with ``keys[k]``
+    at ``epsilons[k]``: each exactly what it gives alone, all drawn by one sampler
+    (:func:`~dpjax.mechanisms.laplace.laplace_releases`), for releases that a learner makes at
+    the same point of its fit."""
+    plans = [class_counts_plan(totals, epsilon, sensitivity, unit, bound) for epsilon in epsilons]
+    return [(noisy / unit, cost) for noisy, cost in laplace_releases(keys, plans)]
+
+
+def class_counts_plan(totals: jax.Array, epsilon: jax.Array, sensitivity: float,
+                      unit: int = 1, bound: float | None = None) -> LaplacePlan:
+    """:func:`release_class_counts` before its noise, to be drawn with other releases at the
+    same point (its release is in units: divide by ``unit``)."""
+    return plan_laplace(totals, sensitivity * unit, epsilon, integer=True, bound=bound,
+                        label=f"L1 sens. {sensitivity:g}")
 
 
 def pooled_counts(releases: list[tuple[jax.Array, ArrayLike]]) -> jax.Array:

@@ -167,7 +167,8 @@ def _as_recorded(x) -> jax.Array:
 
 
 class Recorder:
-    """Recording stand-ins for ``laplace_mechanism``, ``permute_and_flip`` and ``parallel``.
+    """Recording stand-ins for ``laplace_mechanism`` (and its planned form, ``plan_laplace`` with
+    ``laplace_releases``), ``permute_and_flip`` and ``parallel``.
 
     A call records its static facts in :attr:`meta` (Python values) and its arrays in
     :attr:`arrays` (tracers while tracing, which the traced function returns). It then returns a
@@ -212,6 +213,16 @@ class Recorder:
                     jnp.zeros(batch, jnp.float32), "recorded")
         return release, cost
 
+    def plan(self, value, sensitivity, epsilon, **options):
+        """Stand-in for ``plan_laplace``: the release's arguments, recorded when
+        :meth:`releases` releases it."""
+        return value, sensitivity, epsilon, options
+
+    def releases(self, keys, plans):
+        """Stand-in for ``laplace_releases``: each planned release as :meth:`laplace`."""
+        return [self.laplace(key, value, sensitivity, epsilon, **options)
+                for key, (value, sensitivity, epsilon, options) in zip(keys, plans, strict=True)]
+
     def select(self, key, utility, sensitivity, epsilon, *, label=""):
         utility = jnp.asarray(utility, jnp.float32)
         batch = utility.shape[:-1]
@@ -236,6 +247,8 @@ class Recorder:
         with pytest.MonkeyPatch.context() as patch:
             for module in (forest, malpha_tree, malpha_leaves, size):
                 for name, stand_in in (("laplace_mechanism", self.laplace),
+                                       ("plan_laplace", self.plan),
+                                       ("laplace_releases", self.releases),
                                        ("permute_and_flip", self.select),
                                        ("parallel", self.parallel)):
                     if hasattr(module, name):

@@ -18,11 +18,12 @@ from dpjax.mechanisms.exact import (
     SATURATION,
     bernoulli_exp,
     discrete_laplace,
+    joint_discrete_laplace,
     laplace_fraction,
     uniform_below,
     window_size,
 )
-from dpjax.mechanisms.laplace import grid_step
+from dpjax.mechanisms.laplace import grid_step, laplace_releases, plan_laplace
 from dpjax.privacy import Cost, parallel
 from tests.conftest import Z, binomial_tolerance, pf_probabilities
 
@@ -98,6 +99,36 @@ def test_windowed_draws_keep_their_own_rates():
     assert coins[kind == 0].all() and not coins[kind == 1].any()
     p, middle = math.exp(-1.0), coins[kind == 2]
     assert abs(middle.mean() - p) <= binomial_tolerance(p, middle.size)
+
+
+@pytest.mark.parametrize("shapes", [((2,), (40, 17), (3, 5)),        # every draw a lane
+                                    ((2,), (3000,), (40, 100))])     # a window of lanes
+def test_joint_draws_are_each_release_alone(shapes):
+    """Several releases in one sampler loop (different scales, keys and sizes) give each
+    release exactly the draws of :func:`discrete_laplace` alone, bit for bit."""
+    keys = jax.random.split(jax.random.key(7), len(shapes))
+    t, s = jax.vmap(laplace_fraction)(jnp.array([3.0, 0.7, 250.0]))
+    joint = jax.jit(lambda k, t, s: joint_discrete_laplace(k, shapes, t, s))(keys, t, s)
+    for i, shape in enumerate(shapes):
+        alone = jax.jit(lambda k, t, s, shape=shape: discrete_laplace(k, shape, t, s))(
+            keys[i], t[i], s[i])
+        np.testing.assert_array_equal(np.asarray(joint[i]), np.asarray(alone))
+
+
+def test_joint_laplace_releases_are_each_release_alone():
+    """:func:`laplace_releases` of planned integer and real-valued releases: the values and
+    costs of :func:`laplace_mechanism` with the same keys."""
+    keys = list(jax.random.split(jax.random.key(3), 2))
+    counts = jnp.array([[5, 0, 9], [2, 2, 40]], jnp.int32)
+    real = jnp.linspace(-2.0, 2.0, 7)
+    plans = [plan_laplace(counts, 1.0, 0.5, integer=True, event_ndim=1),
+             plan_laplace(real, 0.25, 2.0, bound=1.5)]
+    joint = laplace_releases(keys, plans)
+    alone = [laplace_mechanism(keys[0], counts, 1.0, 0.5, integer=True, event_ndim=1),
+             laplace_mechanism(keys[1], real, 0.25, 2.0, bound=1.5)]
+    for (value, cost), (want, want_cost) in zip(joint, alone, strict=True):
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(want))
+        np.testing.assert_array_equal(np.asarray(cost.epsilon), np.asarray(want_cost.epsilon))
 
 
 @pytest.mark.parametrize("n", [1, 7, 3 * 2**30 + 5])

@@ -52,7 +52,7 @@ from dpjax.mechanisms.size import (
     MAX_SIZE,
     class_totals,
     pooled_counts,
-    release_class_counts,
+    release_class_counts_at,
     release_size,
 )
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
@@ -180,14 +180,15 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
         prior_epsilon = share(epsilon, config.prior_share)
         epsilon = share(epsilon, 1.0 - config.prior_share)
         totals = class_totals(y, 2)
-        prior, costs[PRIOR_LABEL] = release_class_counts(k_prior, totals, prior_epsilon,
-                                                         sensitivity)
+        # the prior, and the fallback's second release at the trees' budget (used where no
+        # tree is affordable): one sampler draws both
+        (prior, costs[PRIOR_LABEL]), (again, majority_cost) = release_class_counts_at(
+            [k_prior, k_majority], totals, [prior_epsilon, epsilon], sensitivity)
         if size is None:
             size = jnp.clip(jnp.maximum(prior, 0.0).sum(), 1.0, MAX_SIZE)
         active = jnp.minimum(active, affordable_trees(size, epsilon, beta_tree, depth,
                                                       sensitivity, traced["min_signal"]))
-        # no tree affordable: the trees' budget releases the class counts again (pooled)
-        again, majority_cost = release_class_counts(k_majority, totals, epsilon, sensitivity)
+        # no tree affordable: the trees' budget released the class counts again (pooled)
         fallback = active < 1
         costs[MAJORITY_LABEL] = majority_cost.gated(fallback)
         pooled = pooled_counts([(prior, prior_epsilon), (again, epsilon)])

@@ -44,7 +44,7 @@ from dpjax.mechanisms.size import (
     AGAIN_LABEL,
     CLASS_COUNTS_STREAM,
     pooled_counts,
-    release_class_counts,
+    release_class_counts_at,
 )
 from dpjax.privacy import Cost, fixed_point, parallel
 from dpjax.privacy.composition import parts, share
@@ -281,8 +281,10 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
         prior_epsilon = share(epsilon, config.prior_share)
         epsilon = share(epsilon, 1.0 - config.prior_share)
         totals = counts[0].sum(0)          # every record reaches one leaf of the first tree
-        prior, costs[PRIOR_LABEL] = release_class_counts(k_prior, totals, prior_epsilon,
-                                                         context.sensitivity, unit)
+        # the prior, and the fallback's second release of the class counts at the leaves'
+        # budget (used below where no leaf can beat its noise): one sampler draws both
+        (prior, costs[PRIOR_LABEL]), (again, majority_cost) = release_class_counts_at(
+            [k_prior, k_majority], totals, [prior_epsilon, epsilon], context.sensitivity, unit)
         # a leaf's evidence is weighed against the prior: pseudo-counts of the prior's class
         # distribution, ``shrinkage`` times the Laplace scale of a tree's counts
         scale = count_scale(epsilon, n_trees, context.sensitivity)
@@ -306,8 +308,6 @@ def fit(config: Forest, key: jax.Array, codes: jax.Array, y: jax.Array,
             COSTS[config.noise]: cost}
     learns = forest_learns(jnp.maximum(prior, 0.0).sum(), scale, depth, traced["min_signal"])
     # the fallback spends the leaves' budget on the class counts again, pooled with the prior
-    again, majority_cost = release_class_counts(k_majority, totals, epsilon,
-                                                context.sensitivity, unit)
     pooled = pooled_counts([(prior, prior_epsilon), (again, epsilon)])
     majority = jnp.broadcast_to(leaf_estimates(k_fallback, pooled, n_classes, noise="laplace",
                                                estimate=config.leaf_estimate), leaf.shape)

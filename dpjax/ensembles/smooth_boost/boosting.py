@@ -25,8 +25,15 @@ from dpjax.ensembles.smooth_boost.reweighting import sample_to_size, smooth_boos
 from dpjax.ensembles.smooth_boost.stumps import Stump
 from dpjax.ensembles.smooth_boost.topdown import TopDownTree
 from dpjax.learner import FitContext
+from dpjax.mechanisms.laplace import laplace_releases
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
-from dpjax.mechanisms.size import MAX_SIZE, class_totals, release_class_counts, release_size
+from dpjax.mechanisms.size import (
+    MAX_SIZE,
+    class_counts_plan,
+    class_totals,
+    clip_size,
+    size_plan,
+)
 from dpjax.privacy import Cost
 from dpjax.privacy.composition import round_budget, share
 
@@ -62,12 +69,14 @@ def round_signal(round_eps: Callable[[jax.Array], jax.Array], rounds: ArrayLike,
 MAJORITY_LABEL = "class counts (majority fallback)"
 
 
-def majority_fallback(key: jax.Array, y: jax.Array, epsilon: jax.Array, sensitivity: float,
-                      learns: jax.Array, costs: dict[str, Cost]) -> jax.Array:
+def majority_fallback(released: tuple[jax.Array, Cost], learns: jax.Array,
+                      costs: dict[str, Cost]) -> jax.Array:
     """Where the public schedule says even one round cannot beat its noise (``~learns``), the
-    rounds' budget ``epsilon`` releases the class counts instead: the vote (``±1``) of the
-    noisy majority, its cost entered gated on the branch (``learns`` is public)."""
-    counts, cost = release_class_counts(key, class_totals(y, 2), epsilon, sensitivity)
+    rounds' budget releases the class counts instead (``released``: the noisy counts and their
+    cost, :func:`~dpjax.mechanisms.size.class_counts_plan` at the rounds' budget): the vote
+    (``±1``) of the noisy majority, its cost entered gated on the branch (``learns`` is
+    public)."""
+    counts, cost = released
     costs[MAJORITY_LABEL] = cost.gated(~learns)
     return jnp.where(counts[1] >= counts[0], 1, -1).astype(jnp.int32)
 
@@ -93,8 +102,19 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
         epsilon = jnp.asarray(epsilon, jnp.float32)
         size_share = config.size_share if context.size is None else 0.0
         size_eps = share(epsilon, size_share)
+        # the released size and (stumps) the fallback's class counts at the rounds' budget,
+        # drawn at one point by one sampler, each with its own key
+        stump = config.weak_learner == "stump"
+        keys, plans = [], []
         if context.size is None:
-            size, costs[SIZE_LABEL] = release_size(k_size, n_rows, size_eps)
+            keys, plans = [k_size], [size_plan(n_rows, size_eps)]
+        if stump:
+            keys.append(k_majority)
+            plans.append(class_counts_plan(class_totals(y, 2), share(epsilon, 1.0 - size_share),
+                                           context.sensitivity))
+        releases = laplace_releases(keys, plans) if plans else []
+        if context.size is None:
+            size, costs[SIZE_LABEL] = clip_size(releases[0][0]), releases[0][1]
         else:
             size = jnp.clip(jnp.asarray(context.size, jnp.float32), 1.0, MAX_SIZE)
 
@@ -106,12 +126,10 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
                                    config.cost_per_signal, config.n_rounds)
         per_round = round_eps(rounds)
         multiplicity = sample_to_size(k_sample, n_rows, size)
-        if config.weak_learner == "stump":      # the fallback is a constant stump
+        if stump:                               # the fallback is a constant stump
             learns = round_signal(round_eps, 1.0, size, kappa, config.cost_per_signal) >= (
                 traced["fallback_signal"])
-            majority = majority_fallback(k_majority, y,
-                                         share(epsilon, 1.0 - size_share),
-                                         context.sensitivity, learns, costs)
+            majority = majority_fallback(releases[-1], learns, costs)
             rounds = jnp.where(learns, rounds, 0.0)
     padded_codes = jnp.concatenate([codes, jnp.zeros((2, n_features), codes.dtype)])
     padded_labels = jnp.concatenate([labels, jnp.array([1, -1], jnp.int32)])

@@ -47,13 +47,13 @@ def test_noisy_row_count():
     fit = functools.partial(fit_malpha, n_trees=1, depth=1, n_codes_per_feature=N_CODES)
     counts = []
 
-    def first_release(key, value, sensitivity, epsilon, **kwargs):
+    def first_release(value, sensitivity, epsilon, **kwargs):
         counts.append((float(value), sensitivity, kwargs.get("integer")))
         raise _Released
 
     for rows in (BOOST_ROWS - 1, BOOST_ROWS):      # eager: the count is the first release
         with pytest.MonkeyPatch.context() as patch, pytest.raises(_Released):
-            patch.setattr(size, "laplace_mechanism", first_release)
+            patch.setattr(size, "plan_laplace", first_release)
             fit(jax.random.key(0), codes[:rows], y[:rows], 1.0)
     assert counts == [(BOOST_ROWS - 1, 1.0, True), (BOOST_ROWS, 1.0, True)]
     _assert_within(f"noisy row count {ADD}", abs(counts[1][0] - counts[0][0]), 1.0, exact=True)
