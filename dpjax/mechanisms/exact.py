@@ -313,12 +313,13 @@ def joint_discrete_laplace(keys: jax.Array, shapes: tuple[tuple[int, ...], ...],
                              U32(GEOMETRIC_CAP))
     sizes = tuple(math.prod(shape) for shape in shapes)
     group = np.repeat(np.arange(len(shapes)), sizes)     # each draw's release (static)
+    draw_group = jnp.asarray(group, jnp.int32)
 
     def step(w1, w2, lanes):
         phase, u, whole, k, frac, v, negative, g = lanes
-        lane_s, lane_shift, lane_log2_t = s[g], shift[g], log2_t[g]
+        lane_mask, lane_s, lane_shift, lane_log2_t = mask[g], s[g], shift[g], log2_t[g]
         start = phase == 0
-        u = jnp.where(start, w1 & mask[g], u)
+        u = jnp.where(start, w1 & lane_mask, u)
         coining = (phase == 1) | (phase == 2)
         new_whole, new_k, finished, outcome = _coin_step(whole, k, frac, w1, w2)
         whole, k = jnp.where(coining, new_whole, whole), jnp.where(coining, new_k, k)
@@ -341,8 +342,6 @@ def joint_discrete_laplace(keys: jax.Array, shapes: tuple[tuple[int, ...], ...],
                            [jnp.zeros_like(phase), jnp.ones_like(phase),
                             jnp.full_like(phase, 2), jnp.full_like(phase, 3)], phase)
         return phase, u, whole, k, frac, v, negative, g
-
-    draw_group = jnp.asarray(group, jnp.int32)
 
     def begin(index):
         zeros = jnp.zeros(index.shape, U32)

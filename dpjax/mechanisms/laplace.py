@@ -237,8 +237,6 @@ def laplace_releases(keys: Sequence[jax.Array], plans: Sequence[LaplacePlan]
             for p, noise in zip(plans, noises, strict=True)]
 
 
-
-
 def report_noisy_min(
     key: jax.Array,
     scores: ArrayLike,
