@@ -3,6 +3,7 @@
     python -m benchmarks.bench_large_rows                      # 1.2e7 x 10 and 1e8 x 20
     python -m benchmarks.bench_large_rows --sizes 2e6x10,4e6x10
     python -m benchmarks.bench_large_rows --sizes 9e6x10 --modes oblivious,regression
+    python -m benchmarks.bench_large_rows --sizes 1.2e7x10 --modes malpha
 
 Each size runs in a fresh interpreter, so that its peak resident memory (``VmHWM``) is its own:
 
@@ -16,10 +17,11 @@ Each size runs in a fresh interpreter, so that its peak resident memory (``VmHWM
    against the majority's accuracy or the mean's RMSE). ``--modes``: ``random`` (the
    default, ``shape="random"``), ``oblivious`` (``shape="oblivious"``: one permute-and-flip
    over every split per level) and ``regression`` (``shape="random"``, the 0/1 label as a
-   target in ``[0, 1]``).
+   target in ``[0, 1]``) and ``malpha`` (``method="malpha"``, 10 trees x depth 4, its other
+   defaults: greedy splits by permute-and-flip on the Mα criterion, O.C).
 
-Past 2**23 rows the rounds' cell sums, the level utilities and the regression prior's sum are
-wide (:mod:`dpjax.privacy.fixed_point`). Writes
+Past 2**23 rows the rounds' cell sums, the level utilities, the regression prior's sum and Mα's
+split histograms and leaf sums are wide (:mod:`dpjax.privacy.fixed_point`). Writes
 ``benchmarks/results/bench_large_rows_<device>.{md,csv}`` (with ``--modes``,
 ``bench_large_rows_<modes>_<device>``).
 """
@@ -45,8 +47,9 @@ HELD_OUT = 100_000
 FIT = {"method": "boosted", "shape": "random", "n_trees": 20, "depth": 6, "epsilon": 1.0,
        "bounds": (0.0, 9.0), "n_bins": 10}
 MODES = {"random": {}, "oblivious": {"shape": "oblivious"},
-         "regression": {"task": "regression", "y_bounds": (0.0, 1.0)}}
-"""Each mode's changes to :data:`FIT`."""
+         "regression": {"task": "regression", "y_bounds": (0.0, 1.0)},
+         "malpha": {"method": "malpha", "shape": None, "n_trees": 10, "depth": 4}}
+"""Each mode's changes to :data:`FIT` (``None``: dropped)."""
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -70,7 +73,7 @@ def child(m: int, n: int, mode: str) -> dict[str, Any]:
 
     import dpjax
 
-    fit = {**FIT, **MODES[mode]}
+    fit = {k: v for k, v in {**FIT, **MODES[mode]}.items() if v is not None}
     regression = mode == "regression"
     X, y = synthetic(m + HELD_OUT, n, dtype=np.uint8)
     if regression:
@@ -80,7 +83,8 @@ def child(m: int, n: int, mode: str) -> dict[str, Any]:
                            "backend": jax.default_backend(), "rss_data_mb": max_rss_mb()}
     read = floor_seconds(X)
     out["floor_read_s"] = read
-    out["floor_fit_s"] = read * fit["n_trees"] * fit["depth"]
+    out["levels"] = fit["n_trees"] * fit["depth"]
+    out["floor_fit_s"] = read * out["levels"]
     start = time.perf_counter()
     first = dpjax.fit(X, y, key=0, **fit)
     out.update(first_wall_s=time.perf_counter() - start, compile_s=first.timings.compile_s,
@@ -125,23 +129,25 @@ def markdown(records: list[dict[str, Any]]) -> str:
             continue
         metric = "RMSE" if r["mode"] == "regression" else "accuracy"
         rows.append((r["mode"], f"{r['rows']:,} x {r['features']}", f"{r['code_mb']:,.0f}",
-                     f"{r['floor_fit_s']:.1f}", f"{r['compile_s']:.1f}",
+                     f"{r['floor_fit_s']:.1f} ({r['levels']})", f"{r['compile_s']:.1f}",
                      f"{r['warm_run_s']:.1f}", f"{r['run_over_floor']:.2f}x",
                      f"{r['rss_data_mb'] / 1e3:.2f}", f"{r['rss_warm_mb'] / 1e3:.2f}",
                      f"{metric} {r['score']:.3f} ({r['baseline']:.3f})", f"{r['epsilon']:.4g}"))
     table = harness.md_table(
-        ("mode", "rows x features", "codes MB", "floor s (120 reads)", "compile s",
+        ("mode", "rows x features", "codes MB", "floor s (reads)", "compile s",
          "warm run s", "run / floor", "peak GB after the data", "peak GB after the fits",
          "held-out score (majority / mean)", "ledger ε"), rows)
-    return ("# boosted past 2**23 rows (20 trees x depth 6, ε = 1)\n\n" + table
-            + "\n\nfloor = numpy reading the uint8 codes once (median of 3) x 120 (20 trees x 6 "
-            "levels). Peak = the interpreter's resident high-water mark (VmHWM): after "
-            "generating the data (the codes, labels and held-out rows), then after the two "
-            "fits. Compile s: the first fit's, with the machine's persistent compilation "
-            "cache as it was. Modes: random = `shape=\"random\"`, oblivious = "
-            "`shape=\"oblivious\"`, regression = `shape=\"random\"` on the 0/1 label as a "
-            "target (RMSE against the mean's). Past 2**23 rows the sums are wide (two int32 "
-            "limbs). `python -m benchmarks.bench_large_rows`\n")
+    return ("# Past 2**23 rows (boosted: 20 trees x depth 6; malpha: 10 trees x depth 4; ε = 1)"
+            "\n\n" + table
+            + "\n\nfloor = numpy reading the uint8 codes once (median of 3) x the fit's levels "
+            "(trees x depth: 120 for boosted, 40 for malpha). Peak = the interpreter's "
+            "resident high-water mark (VmHWM): after generating the data (the codes, labels "
+            "and held-out rows), then after the two fits. Compile s: the first fit's, with "
+            "the machine's persistent compilation cache as it was. Modes: random = "
+            "`shape=\"random\"`, oblivious = `shape=\"oblivious\"`, regression = "
+            "`shape=\"random\"` on the 0/1 label as a target (RMSE against the mean's), "
+            "malpha = `method=\"malpha\"` (its defaults otherwise). Past 2**23 rows the sums "
+            "are wide (two int32 limbs). `python -m benchmarks.bench_large_rows`\n")
 
 
 def main(argv: list[str] | None = None) -> None:

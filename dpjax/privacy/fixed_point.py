@@ -92,6 +92,24 @@ def wide_sum(values: WideSum, axis: int | tuple[int, ...] = 0) -> WideSum:
             return WideSum(hi[0], lo[0])
 
 
+def canonical(hi: jax.Array, lo: jax.Array) -> WideSum:
+    """The canonical :class:`WideSum` of ``hi·2**16 + lo`` for an int32 ``lo`` of any sign
+    (the low limb's carry, floored, moved up)."""
+    return WideSum(hi + jnp.right_shift(lo, LIMB_BITS),
+                   jnp.bitwise_and(lo, jnp.int32(2**LIMB_BITS - 1)))
+
+
+def as_float(value: jax.Array | WideSum) -> jax.Array:
+    """An exact integer statistic (int32, or a canonical :class:`WideSum` with ``|hi| <
+    2**24``) as float32, rounded once to nearest: ``hi·2**16`` is exact in float32, so
+    ``hi·2**16 + lo`` rounds once, as an int32's conversion does (the same float for the same
+    integer, whichever form holds it)."""
+    if not isinstance(value, WideSum):
+        return jnp.asarray(value).astype(jnp.float32)
+    return value.hi.astype(jnp.float32) * jnp.float32(2**LIMB_BITS) + value.lo.astype(
+        jnp.float32)
+
+
 def wide_abs(value: WideSum) -> WideSum:
     """``|v|`` of a canonical :class:`WideSum`, canonical: a value is negative iff its high
     limb is, and ``−(hi·2**16 + lo) = (−hi − 1)·2**16 + (2**16 − lo)`` when ``lo > 0``."""

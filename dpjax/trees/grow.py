@@ -20,8 +20,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpjax.privacy.fixed_point import WideSum
 from dpjax.trees.dense import empty_splits, level_slice, set_level
-from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+from dpjax.trees.histogram import (
+    exact_node_histogram,
+    node_histogram,
+    split_stats,
+    valid_thresholds,
+)
 from dpjax.trees.predict import step
 
 THRESHOLD_RANGES = ("global", "cell")
@@ -92,7 +98,8 @@ def level_split_stats(
     *,
     stop_pure: bool = False,
     width: int | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+    exact: bool = False,
+) -> tuple[jax.Array | WideSum, jax.Array | WideSum, jax.Array]:
     """The statistics of every candidate split of every node of level ``k`` (Mα spec §2.1, §8).
 
     Args:
@@ -108,6 +115,10 @@ def level_split_stats(
       width: static node count ``w >= 2**k`` of the histogram (default ``2**k``): the nodes
         past ``2**k`` hold no example, so every level of a tree can share one shape (one
         program for a loop over the levels, :func:`dpjax.ensembles.malpha.grow_malpha_tree`).
+      exact: ``stats`` are int32 fixed-point values whose sums must be exact past int32 (a
+        private tree): :func:`dpjax.trees.histogram.exact_node_histogram`, canonical
+        :class:`~dpjax.privacy.fixed_point.WideSum` statistics past
+        :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows.
 
     Returns:
       ``(left, right, candidates)``: the children's statistics ``[w, n, n_codes, S]`` of
@@ -116,11 +127,13 @@ def level_split_stats(
     """
     n_codes = _static_max(n_codes_per_feature)
     width = 2**level if width is None else width
-    left, right = split_stats(node_histogram(codes, node, stats, width, n_codes))
+    histogram = exact_node_histogram if exact else node_histogram
+    left, right = split_stats(histogram(codes, node, stats, width, n_codes))
     candidates = valid_thresholds(n_codes_per_feature, n_codes)
     if stop_pure:
         candidates = candidates & _both_children_nonempty(left, right)
-    return left, right, jnp.broadcast_to(candidates, left.shape[:-1])
+    shape = (left.hi if isinstance(left, WideSum) else left).shape
+    return left, right, jnp.broadcast_to(candidates, shape[:-1])
 
 
 def frozen_nodes(left: jax.Array, candidates: jax.Array) -> jax.Array:

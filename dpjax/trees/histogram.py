@@ -23,6 +23,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpjax.privacy import fixed_point
+from dpjax.privacy.fixed_point import WideSum
+
 JOINT_CODES = 1024
 """Largest joint code count of one packed group (``C^g``)."""
 MAX_SEGMENTS = 2**18
@@ -90,9 +93,33 @@ def node_histogram(
                             group, codes.shape[1])
 
 
-def split_stats(hist: jax.Array) -> tuple[jax.Array, jax.Array]:
+def exact_node_histogram(
+    codes: jax.Array, node: jax.Array, stats: jax.Array, n_nodes: int, n_codes: int
+) -> jax.Array | WideSum:
+    """:func:`node_histogram` of int32 fixed-point ``stats`` (each within ``±2**8`` units),
+    exact for any row count up to :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`: int32 sums
+    up to :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows; beyond, one histogram per chunk of
+    ``2**CHUNK_BITS`` rows (the chunk one more node index, each sum exact in int32), the chunks
+    added in two limbs (a canonical :class:`~dpjax.privacy.fixed_point.WideSum`). Both hold the
+    same integers."""
+    n_chunks, chunk = fixed_point.row_chunks(codes.shape[0])
+    if n_chunks == 1:
+        return node_histogram(codes, node, stats, n_nodes, n_codes)
+    hist = node_histogram(codes, chunk * n_nodes + node, stats, n_chunks * n_nodes, n_codes)
+    return fixed_point.wide_total(hist.reshape((n_chunks, n_nodes) + hist.shape[1:]))
+
+
+def split_stats(hist: jax.Array | WideSum) -> tuple[jax.Array, jax.Array] | tuple[WideSum,
+                                                                                      WideSum]:
     """``(left, right)`` statistics of every threshold split, each ``[nodes, n, n_codes, S]``:
-    left sums codes ``<= t``, right the rest."""
+    left sums codes ``<= t``, right the rest. A canonical
+    :class:`~dpjax.privacy.fixed_point.WideSum` histogram gives canonical wide sums (the limbs
+    summed apart, at most 256 low limbs below ``2**24``, then carried)."""
+    if isinstance(hist, WideSum):
+        hi, lo = (jnp.cumsum(x, axis=2) for x in hist)
+        left = fixed_point.canonical(hi, lo)
+        right = fixed_point.canonical(hi[:, :, -1:, :] - hi, lo[:, :, -1:, :] - lo)
+        return left, right
     left = jnp.cumsum(hist, axis=2)
     return left, left[:, :, -1:, :] - left
 

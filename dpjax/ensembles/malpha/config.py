@@ -141,8 +141,13 @@ class MalphaBoosted(Learner):
 
     def row_limit(self, private: bool, n_features: int, regression: bool = False
                   ) -> int | None:
-        """Private fits sum fixed-point weights (:mod:`dpjax.privacy.fixed_point`)."""
-        return fixed_point.MAX_ROWS if private else None
+        """Private fits sum fixed-point weights (:mod:`dpjax.privacy.fixed_point`) exactly, past
+        :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows in two limbs, up to
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`; exact O.C (``oc_alpha="exact"``,
+        whatever ``alpha``, a traced value) sums its errors in int32, up to ``MAX_ROWS``."""
+        if not private:
+            return None
+        return fixed_point.MAX_ROWS if self.oc_alpha == "exact" else fixed_point.WIDE_MAX_ROWS
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[MalphaModel, Any]:

@@ -31,7 +31,7 @@ from dpjax.ensembles.malpha.tree import WEIGHT_UNIT
 from dpjax.losses.proper import canonical_link
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.size import balance_pseudo_counts
-from dpjax.privacy import Cost, parallel
+from dpjax.privacy import Cost, fixed_point, parallel
 
 LEAF_MECHANISMS = ("value", "counts")
 BETA_MODES = ("fold", "post", "laplace", "paper_fast")
@@ -107,7 +107,9 @@ def release_leaves(
     """Private leaf values ``h̃_t [2**d]`` and leveraging coefficient ``β_t`` (§4.4, §4.5),
     with the cost of every release.
 
-    ``stats`` are the leaves' int32 fixed-point class sums (units of ``2**−WEIGHT_BITS``, exact),
+    ``stats`` are the leaves' exact fixed-point class sums (units of ``2**−WEIGHT_BITS``; int32,
+    or a :class:`~dpjax.privacy.fixed_point.WideSum` past int32, each read as float32 with one
+    rounding, :func:`~dpjax.privacy.fixed_point.as_float`),
     ``epsilon_leaf`` each leaf's budget (one release per leaf; with ``leaf_composition=
     "parallel"`` the disjoint leaves compose in parallel), ``epsilon_beta`` the budget of
     ``β̃_t`` (``beta_mode="laplace"`` only), ``sensitivity`` 1 (add/remove) or 2 (replace-one)
@@ -127,14 +129,14 @@ def release_leaves(
         if beta_mode == "post":
             beta = leveraging_coefficient(values, noisy, a, size)
     elif beta_mode == "fold":
-        stats = stats / WEIGHT_UNIT
+        stats = fixed_point.as_float(stats) / WEIGHT_UNIT
         values = jnp.clip(leaf_link(stats, alpha_link, zeta), -clamp, clamp)
         folded = leveraging_coefficient(values, stats, a, size) * values
         noisy, cost = laplace_mechanism(k_leaf, folded, 2 * alpha_link, epsilon_leaf,
                                         bound=alpha_link, event_ndim=0, label="range 2α_LC")
         values, beta = jnp.clip(noisy, -alpha_link, alpha_link), jnp.float32(1.0)
     else:
-        stats = stats / WEIGHT_UNIT
+        stats = fixed_point.as_float(stats) / WEIGHT_UNIT
         values = jnp.clip(leaf_link(stats, alpha_link, zeta), -clamp, clamp)
         noisy, cost = laplace_mechanism(k_leaf, values, 2 * clamp, epsilon_leaf, bound=clamp,
                                         event_ndim=0, label="range 2M")
@@ -142,7 +144,7 @@ def release_leaves(
     costs["leaves"] = parallel(cost) if leaf_composition == "parallel" else cost
     if beta_mode in ("laplace", "paper_fast"):
         if leaf_mechanism == "counts":
-            stats = stats / WEIGHT_UNIT
+            stats = fixed_point.as_float(stats) / WEIGHT_UNIT
         # differences clipped to the public size bound the float32 rounding (beta_rounding)
         beta = leveraging_coefficient(values, stats, a, size, clip=size)
     if beta_mode == "laplace":

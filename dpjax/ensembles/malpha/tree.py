@@ -43,6 +43,7 @@ from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.privacy import Cost, fixed_point, parallel
 from dpjax.privacy.composition import parts
+from dpjax.privacy.fixed_point import WideSum
 from dpjax.trees.dense import depth_of, empty_splits, set_level
 from dpjax.trees.grow import apply_level, frozen_nodes, level_split_stats
 from dpjax.trees.histogram import leaf_stats
@@ -61,8 +62,10 @@ class GrownTree(NamedTuple):
       threshold: int32 ``[2**d - 1]`` split code (right iff ``code > threshold``); a frozen
         node (non-DP) has its feature's last code, so every example goes left.
       example_leaf: int32 ``[m]`` leaf ``0..2**d - 1`` of each training example.
-      leaf_stats: ``[2**d, 2]`` weighted (negative, positive) class sums of each leaf (int32
-        fixed-point, units of ``2**−WEIGHT_BITS``, for a private tree).
+      leaf_stats: ``[2**d, 2]`` weighted (negative, positive) class sums of each leaf (for a
+        private tree exact fixed-point sums in units of ``2**−WEIGHT_BITS``: int32, or a
+        canonical :class:`~dpjax.privacy.fixed_point.WideSum` past
+        :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows).
       alpha: float32 ``[2**d - 1]`` the α each internal node was split with.
     """
 
@@ -97,8 +100,9 @@ def split_level_epsilons(epsilon_splits: ArrayLike, depth: int, budget: str) -> 
 WEIGHT_UNIT = float(fixed_point.UNIT)
 """Under DP the boosting weights are fixed-point integers (:mod:`dpjax.privacy.fixed_point`), in
 units of ``1/WEIGHT_UNIT``: every sum a mechanism releases (leaf class sums, O.C errors) is then
-computed exactly in int32 (float32 sums round differently on neighbouring datasets, by more than
-the sensitivity allows on large data), up to :data:`dpjax.privacy.fixed_point.MAX_ROWS` rows."""
+computed exactly (float32 sums round differently on neighbouring datasets, by more than the
+sensitivity allows on large data): in int32 up to :data:`dpjax.privacy.fixed_point.MAX_ROWS`
+rows, in two limbs beyond (:class:`~dpjax.privacy.fixed_point.WideSum`)."""
 
 
 def class_stats(weights: ArrayLike, y: ArrayLike, exact: bool = False) -> jax.Array:
@@ -123,10 +127,17 @@ def resolve_oc_alpha(oc_alpha: str | None, private: bool) -> str:
     return oc_alpha
 
 
-def weighted_error(node_stats: jax.Array) -> jax.Array:
+def weighted_error(node_stats: jax.Array | WideSum) -> jax.Array | WideSum:
     """``Σ_λ min{w^1(λ), w^{-1}(λ)}`` over nodes ``[..., 2]``: the weighted training error of
-    a tree whose leaves predict their weighted majority (spec §5.1, ``w(S)·ε_0/1``)."""
-    return node_stats.min(-1).sum(-1)
+    a tree whose leaves predict their weighted majority (spec §5.1, ``w(S)·ε_0/1``); exact
+    on canonical :class:`~dpjax.privacy.fixed_point.WideSum` sums (the lexicographic minimum
+    of the limbs, then :func:`~dpjax.privacy.fixed_point.wide_sum`)."""
+    if not isinstance(node_stats, WideSum):
+        return node_stats.min(-1).sum(-1)
+    first, second = (jax.tree.map(lambda s, k=k: s[..., k], node_stats) for k in (0, 1))
+    second_less = (second.hi < first.hi) | ((second.hi == first.hi) & (second.lo < first.lo))
+    smaller = jax.tree.map(lambda a, b: jnp.where(second_less, b, a), first, second)
+    return fixed_point.wide_sum(smaller, axis=-1)
 
 
 def calibrated_alpha(error: ArrayLike, root_error: ArrayLike) -> jax.Array:
@@ -285,10 +296,12 @@ def _grow_level(
     release's (or ``None``)."""
     left, right, candidates = level_split_stats(codes, state.node, stats, level,
                                                 n_codes_per_feature, stop_pure=not rule.private,
-                                                width=width)
-    error, oc_cost = weighted_error(left[:, 0, -1, :]), None
+                                                width=width, exact=rule.private)
+    error, oc_cost = weighted_error(jax.tree.map(lambda s: s[:, 0, -1, :], left)), None
     if rule.releases_errors(depth_of(state.feature.shape[0])):     # O.C "private" only
         error, oc_cost = _release_error(rule, oc_key, error)
+    elif isinstance(error, WideSum):    # never read under DP (depth 1: α = 1 at the root)
+        error = fixed_point.as_float(error)
     root = jnp.asarray(level) == 0
     root_error = jnp.where(root, error, state.root_error)
     level_alpha = state.level_alpha
@@ -387,15 +400,21 @@ def grow_malpha_tree(
         size=jnp.asarray(size, jnp.float32) if private else None, epsilon_oc=epsilon_oc,
         sensitivity_multiplier=sensitivity_multiplier, parallel=budget == "parallel")
     stats = class_stats(weights, y, exact=private)
+    wide = private and codes.shape[0] > fixed_point.MAX_ROWS
+    if wide and rule.oc_alpha == "exact":
+        raise ValueError(f"exact O.C under DP sums its errors in int32: at most "
+                         f"{fixed_point.MAX_ROWS} rows (oc_alpha='private' takes more)")
     k_splits, k_oc = jax.random.split(key)
     # the root error is the released (float32) estimate from level 0 on when it is released
-    root = malpha_root_state(codes.shape[0], depth,
-                             jnp.float32 if rule.releases_errors(depth) else stats.dtype)
+    # (and a float32 past int32 sums, where it is never read)
+    root = malpha_root_state(codes.shape[0], depth, jnp.float32
+                             if rule.releases_errors(depth) or wide else stats.dtype)
     state, level_costs = _scan_levels(root, jax.random.split(k_splits, depth),
                                       jax.random.split(k_oc, depth), codes, stats,
                                       n_codes_per_feature, rule)
-    tree = GrownTree(state.feature, state.threshold, state.node,
-                     leaf_stats(state.node, stats, 2**depth), state.node_alpha)
+    leaves = (fixed_point.exact_segment_sum(stats, state.node, 2**depth) if private
+              else leaf_stats(state.node, stats, 2**depth))
+    tree = GrownTree(state.feature, state.threshold, state.node, leaves, state.node_alpha)
     return tree, merge_level_costs(level_costs)
 
 
@@ -445,8 +464,9 @@ def _utility(rule: MalphaRule, left: jax.Array, right: jax.Array, candidates: ja
     """``−crit_α`` of every candidate (``-inf`` off the candidates), flat per node (§2.2);
     under DP on the weight units of the fixed-point sums, clamped to ``ñ`` (§4.1)."""
     a = a[..., None, None]
-    if rule.private:
-        risk = clamped_split_risk(left / WEIGHT_UNIT, right / WEIGHT_UNIT, a, rule.size)
+    if rule.private:       # exact integer sums, each rounded once to float32
+        risk = clamped_split_risk(fixed_point.as_float(left) / WEIGHT_UNIT,
+                                  fixed_point.as_float(right) / WEIGHT_UNIT, a, rule.size)
     else:
         risk = split_risk(left, right, a)
     return jnp.where(candidates, -risk, -jnp.inf).reshape(*candidates.shape[:-2], -1)
