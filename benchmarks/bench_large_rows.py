@@ -18,10 +18,13 @@ Each size runs in a fresh interpreter, so that its peak resident memory (``VmHWM
    default, ``shape="random"``), ``oblivious`` (``shape="oblivious"``: one permute-and-flip
    over every split per level) and ``regression`` (``shape="random"``, the 0/1 label as a
    target in ``[0, 1]``) and ``malpha`` (``method="malpha"``, 10 trees x depth 4, its other
-   defaults: greedy splits by permute-and-flip on the Mα criterion, O.C).
+   defaults: greedy splits by permute-and-flip on the Mα criterion, O.C) and ``rule_list``
+   (``method="rule_list"``, 4 rules, 4 bins per feature: every literal pair scored at each
+   rule; its floor counts one read of the codes per rule).
 
 Past 2**23 rows the rounds' cell sums, the level utilities, the regression prior's sum and Mα's
-split histograms and leaf sums are wide (:mod:`dpjax.privacy.fixed_point`). Writes
+split histograms and leaf sums are wide (:mod:`dpjax.privacy.fixed_point`); past 2**24 rows
+a rule list's Gini-weighted counts are (:func:`dpjax.rules.candidates.wide_gini_count`). Writes
 ``benchmarks/results/bench_large_rows_<device>.{md,csv}`` (with ``--modes``,
 ``bench_large_rows_<modes>_<device>``).
 """
@@ -48,7 +51,9 @@ FIT = {"method": "boosted", "shape": "random", "n_trees": 20, "depth": 6, "epsil
        "bounds": (0.0, 9.0), "n_bins": 10}
 MODES = {"random": {}, "oblivious": {"shape": "oblivious"},
          "regression": {"task": "regression", "y_bounds": (0.0, 1.0)},
-         "malpha": {"method": "malpha", "shape": None, "n_trees": 10, "depth": 4}}
+         "malpha": {"method": "malpha", "shape": None, "n_trees": 10, "depth": 4},
+         "rule_list": {"method": "rule_list", "shape": None, "n_trees": None, "depth": None,
+                       "max_rules": 4, "n_bins": 4}}
 """Each mode's changes to :data:`FIT` (``None``: dropped)."""
 
 
@@ -83,7 +88,7 @@ def child(m: int, n: int, mode: str) -> dict[str, Any]:
                            "backend": jax.default_backend(), "rss_data_mb": max_rss_mb()}
     read = floor_seconds(X)
     out["floor_read_s"] = read
-    out["levels"] = fit["n_trees"] * fit["depth"]
+    out["levels"] = fit.get("max_rules") or fit["n_trees"] * fit["depth"]
     out["floor_fit_s"] = read * out["levels"]
     start = time.perf_counter()
     first = dpjax.fit(X, y, key=0, **fit)
@@ -121,6 +126,21 @@ def run_size(m: int, n: int, mode: str, timeout: float) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
+NOTE = (
+    "floor = numpy reading the uint8 codes once (median of 3) x the fit's levels "
+    "(trees x depth: 120 for boosted, 40 for malpha; rules: 4 for rule_list). Peak = "
+    "the interpreter's resident high-water mark (VmHWM): after generating the data "
+    "(the codes, labels and held-out rows), then after the two fits. Compile s: the "
+    "first fit's, with the machine's persistent compilation cache as it was. Modes: "
+    "random = `shape='random'`, oblivious = `shape='oblivious'`, regression = "
+    "`shape='random'` on the 0/1 label as a target (RMSE against the mean's), malpha "
+    "= `method='malpha'` (its defaults otherwise), rule_list = `method='rule_list'` "
+    "with 4 bins per feature. Past 2**23 rows the sums are wide (two int32 limbs; a "
+    "rule list's scores past 2**24). `python -m benchmarks.bench_large_rows`"
+)
+"""The note under the table."""
+
+
 def markdown(records: list[dict[str, Any]]) -> str:
     rows = []
     for r in records:
@@ -137,17 +157,8 @@ def markdown(records: list[dict[str, Any]]) -> str:
         ("mode", "rows x features", "codes MB", "floor s (reads)", "compile s",
          "warm run s", "run / floor", "peak GB after the data", "peak GB after the fits",
          "held-out score (majority / mean)", "ledger ε"), rows)
-    return ("# Past 2**23 rows (boosted: 20 trees x depth 6; malpha: 10 trees x depth 4; ε = 1)"
-            "\n\n" + table
-            + "\n\nfloor = numpy reading the uint8 codes once (median of 3) x the fit's levels "
-            "(trees x depth: 120 for boosted, 40 for malpha). Peak = the interpreter's "
-            "resident high-water mark (VmHWM): after generating the data (the codes, labels "
-            "and held-out rows), then after the two fits. Compile s: the first fit's, with "
-            "the machine's persistent compilation cache as it was. Modes: random = "
-            "`shape=\"random\"`, oblivious = `shape=\"oblivious\"`, regression = "
-            "`shape=\"random\"` on the 0/1 label as a target (RMSE against the mean's), "
-            "malpha = `method=\"malpha\"` (its defaults otherwise). Past 2**23 rows the sums "
-            "are wide (two int32 limbs). `python -m benchmarks.bench_large_rows`\n")
+    return ("# Past 2**23 rows (boosted: 20 trees x depth 6; malpha: 10 trees x depth 4; "
+            "rule_list: 4 rules; ε = 1)\n\n" + table + "\n\n" + NOTE + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:

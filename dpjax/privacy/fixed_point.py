@@ -99,6 +99,31 @@ def canonical(hi: jax.Array, lo: jax.Array) -> WideSum:
                    jnp.bitwise_and(lo, jnp.int32(2**LIMB_BITS - 1)))
 
 
+def negate(value: jax.Array | WideSum) -> jax.Array | WideSum:
+    """``−v`` of an int32 array or a canonical :class:`WideSum` (canonical)."""
+    if isinstance(value, WideSum):
+        return canonical(-value.hi, -value.lo)
+    return -value
+
+
+def add(a: jax.Array | WideSum, b: jax.Array | WideSum) -> jax.Array | WideSum:
+    """``a + b`` of two int32 arrays, or of two canonical :class:`WideSum` (canonical; the
+    high limbs' sum must fit int32)."""
+    if isinstance(a, WideSum):
+        return canonical(a.hi + b.hi, a.lo + b.lo)
+    return a + b
+
+
+def minimal(values: jax.Array | WideSum, where: jax.Array) -> jax.Array:
+    """bool: the entries of ``where`` that hold the minimum of ``values`` over ``where`` (an
+    int32 array, or canonical :class:`WideSum` compared lexicographically by their limbs)."""
+    largest = jnp.iinfo(jnp.int32).max
+    if not isinstance(values, WideSum):
+        return where & (values == jnp.min(jnp.where(where, values, largest)))
+    low = where & (values.hi == jnp.min(jnp.where(where, values.hi, largest)))
+    return low & (values.lo == jnp.min(jnp.where(low, values.lo, largest)))
+
+
 def as_float(value: jax.Array | WideSum) -> jax.Array:
     """An exact integer statistic (int32, or a canonical :class:`WideSum` with ``|hi| <
     2**24``) as float32, rounded once to nearest: ``hi·2**16`` is exact in float32, so

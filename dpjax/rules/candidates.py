@@ -20,6 +20,9 @@ sum is an integer below ``2**24`` (no TF32).
 ``a·b/(a + b)`` (``n/2`` times the weighted Gini ``𝒢`` of spec §1.5, ``1 − p² − (1 − p)² =
 2p(1 − p)``). :func:`gini_count` computes it exactly in fixed point, ``⌊a·b·2**F/(a + b)⌋``
 (integer long division; no float rounding anywhere), so its sensitivity as evaluated is known.
+Up to :data:`MAX_ROWS` records the scores are int32; past it (a node of up to ``2**31 − 1``
+records) the same integers are canonical :class:`~dpjax.privacy.fixed_point.WideSum`
+(:func:`wide_gini_count`), which path is static (the row count).
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax.privacy import fixed_point
+from dpjax.privacy.fixed_point import WideSum
 
 FRACTION_BITS = fixed_point.BITS
 """``F``: Gini-weighted counts are exact integers in units of ``2**−F``
 (:mod:`dpjax.privacy.fixed_point`)."""
 MAX_ROWS = 2**24 - 1
-"""Counts stay below ``2**24``: exact in float32 (the Gram matrices) and in the long division."""
+"""Up to this many rows the scores are int32 (:func:`gini_count`'s long division in 8-bit digits
+needs counts below ``2**24``); past it they are wide (:func:`wide_gini_count`)."""
 
 
 class Literals(NamedTuple):
@@ -158,14 +163,69 @@ def gini_count(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.where(s > 0, value, 0).astype(jnp.int32)
 
 
-class NodeStats(NamedTuple):
-    """One node's statistics: ``score`` int32 ``[1 + C]`` the Gini-weighted counts
-    ``Σ_parts a·b/(a + b)`` in units of ``2**−F`` (index 0: no rule, ``∅``; then candidate
-    ``c`` of ``pairs`` at ``1 + c``), ``caught`` the caught part's share of it (−1 for ``∅``: the
-    non-private tie-break of spec §1.6), ``size`` the records still to classify (int32)."""
+WIDE_DIVISION_STEPS = 62 + FRACTION_BITS
+"""Quotient bits :func:`wide_gini_count` produces: the 62 bits of ``a·b`` (``a, b < 2**31``),
+then ``F`` fraction bits."""
 
-    score: jax.Array
-    caught: jax.Array
+
+def _product_64(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The exact product of uint32 ``a, b < 2**31`` as uint32 words ``(high, low)``, from 16-bit
+    limbs (``a = a1·2**16 + a0``): ``a0·b0 < 2**32`` and the cross terms ``a1·b0 + a0·b1 <
+    2**32`` (each below ``2**31``), their low half shifted into the low word with its carry."""
+    mask16 = jnp.uint32(0xFFFF)
+    a1, a0, b1, b0 = a >> 16, a & mask16, b >> 16, b & mask16
+    low_product = a0 * b0
+    mid = a1 * b0 + a0 * b1
+    low = low_product + (mid << 16)
+    carry = (low < low_product).astype(jnp.uint32)
+    return a1 * b1 + (mid >> 16) + carry, low
+
+
+def wide_gini_count(a: jax.Array, b: jax.Array) -> WideSum:
+    """:func:`gini_count` for counts with ``a + b <= 2**31 − 1``: ``⌊a·b·2**F/(a + b)⌋`` exactly
+    (0 when ``a + b = 0``) as a canonical :class:`~dpjax.privacy.fixed_point.WideSum`.
+
+    The 62-bit product ``a·b`` (:func:`_product_64`) followed by ``F`` zero bits is divided by
+    ``s = a + b`` one bit at a time (:data:`WIDE_DIVISION_STEPS` steps of a ``fori_loop``):
+    each partial remainder is below ``s``, so doubled plus a bit it stays below ``2**32``. The
+    quotient ``a·b·2**F/s <= min(a, b)·2**F < 2**(30 + F)`` is collected in two words. The
+    sensitivity argument of :func:`gini_count` holds as is (the same integers)."""
+    a, b = a.astype(jnp.uint32), b.astype(jnp.uint32)
+    s = a + b
+    divisor = jnp.maximum(s, 1)
+    high, low = _product_64(a, b)
+    one = jnp.uint32(1)
+
+    def step(i, state):
+        remainder, q_high, q_low = state
+        position = jnp.uint32(61) - i.astype(jnp.uint32)      # wraps past 0: a fraction bit
+        bit = jnp.where(position >= 32, (high >> (position - 32)) & one,
+                        (low >> position) & one)
+        bit = jnp.where(i < 62, bit, jnp.uint32(0))
+        current = (remainder << 1) | bit
+        take = current >= divisor
+        q_high = (q_high << 1) | (q_low >> 31)
+        return (jnp.where(take, current - divisor, current), q_high,
+                (q_low << 1) | take.astype(jnp.uint32))
+
+    zeros = jnp.zeros_like(s)
+    _, q_high, q_low = jax.lax.fori_loop(0, WIDE_DIVISION_STEPS, step, (zeros, zeros, zeros))
+    hi = ((q_high << 16) | (q_low >> 16)).astype(jnp.int32)
+    lo = (q_low & jnp.uint32(0xFFFF)).astype(jnp.int32)
+    live = s > 0
+    return WideSum(jnp.where(live, hi, 0), jnp.where(live, lo, 0))
+
+
+class NodeStats(NamedTuple):
+    """One node's statistics: ``score`` ``[1 + C]`` the Gini-weighted counts ``Σ_parts
+    a·b/(a + b)`` in units of ``2**−F`` (index 0: no rule, ``∅``; then candidate ``c`` of
+    ``pairs`` at ``1 + c``), ``caught`` the caught part's share of it (−1 for ``∅``: the
+    non-private tie-break of spec §1.6), both int32 or, past :data:`MAX_ROWS` rows, canonical
+    :class:`~dpjax.privacy.fixed_point.WideSum`; ``size`` the records still to classify
+    (int32)."""
+
+    score: jax.Array | WideSum
+    caught: jax.Array | WideSum
     size: jax.Array
 
 
@@ -181,7 +241,8 @@ def node_stats(values: jax.Array, remaining: jax.Array, y: jax.Array,
     first, second = pairs
     caught = pair_counts(values, remaining)[first, second]
     caught_pos = pair_counts(values, positive)[first, second]
-    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(positive))
+    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(positive),
+                       wide=values.shape[0] > MAX_ROWS)
 
 
 def literal_counts(codes: jax.Array, weights: jax.Array, literals: Literals,
@@ -221,20 +282,36 @@ def extension_stats(codes: jax.Array, remaining: jax.Array, y: jax.Array, litera
     caught, caught_pos = literal_counts(codes, jnp.stack([rows, rows * positive]), literals,
                                         n_codes_per_feature)
     remaining = remaining.astype(jnp.int32)
-    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(remaining * positive))
+    return split_stats(caught, caught_pos, jnp.sum(remaining), jnp.sum(remaining * positive),
+                       wide=codes.shape[0] > MAX_ROWS)
 
 
 def split_stats(caught: jax.Array, caught_pos: jax.Array, size: jax.Array,
-                pos: jax.Array) -> NodeStats:
+                pos: jax.Array, wide: bool = False) -> NodeStats:
     """:class:`NodeStats` of candidates that catch ``caught`` records, ``caught_pos`` of them
-    positive, of a node with ``size`` records, ``pos`` positive (``∅`` first)."""
+    positive, of a node with ``size`` records, ``pos`` positive (``∅`` first); ``wide``
+    (static): the scores as :class:`~dpjax.privacy.fixed_point.WideSum`
+    (:func:`wide_gini_count`)."""
+    gini = wide_gini_count if wide else gini_count
     caught_neg = caught - caught_pos
     rest_pos, rest_neg = pos - caught_pos, (size - pos) - caught_neg
-    caught_part = gini_count(caught_pos, caught_neg)
-    split = caught_part + gini_count(rest_pos, rest_neg)
-    empty = gini_count(pos, size - pos)
-    return NodeStats(jnp.concatenate([empty[None], split]),
-                     jnp.concatenate([jnp.full(1, -1, jnp.int32), caught_part]), size)
+    caught_part = gini(caught_pos, caught_neg)
+    split = fixed_point.add(caught_part, gini(rest_pos, rest_neg))
+    empty = gini(pos, size - pos)
+
+    def first(head, rest):
+        return jnp.concatenate([jnp.asarray(head, rest.dtype).reshape(1), rest])
+
+    return NodeStats(jax.tree.map(first, empty, split),
+                     jax.tree.map(first, no_rule(caught_part), caught_part), size)
+
+
+def no_rule(caught: jax.Array | WideSum) -> jax.Array | WideSum:
+    """The caught share ``−1`` of ``∅`` (and of a candidate barred from the non-private
+    tie-break), in the form of ``caught``."""
+    if isinstance(caught, WideSum):
+        return fixed_point.canonical(jnp.int32(0), jnp.int32(-1))
+    return jnp.int32(-1)
 
 
 def device_pairs(literals: Literals, max_card: int) -> tuple[jax.Array, jax.Array]:
@@ -264,4 +341,4 @@ def normalised_gini(score: jax.Array, size: jax.Array) -> jax.Array:
     """The weighted Gini impurity ``𝒢 = 2·score·2**−F/n`` in ``[0, 1/2]`` (float32; 0 at
     ``n = 0``), spec §1.5."""
     scale = 2.0 * 2.0**-FRACTION_BITS / jnp.maximum(size, 1).astype(jnp.float32)
-    return score.astype(jnp.float32) * scale
+    return fixed_point.as_float(score) * scale

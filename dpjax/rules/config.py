@@ -26,7 +26,6 @@ from dpjax.learner import (
 )
 from dpjax.rules import greedy
 from dpjax.rules.candidates import (
-    MAX_ROWS,
     Literals,
     literal_table,
     n_candidate_pairs,
@@ -123,11 +122,6 @@ class RuleListLearner(Learner):
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
 
-    def row_limit(self, private: bool, n_features: int, regression: bool = False
-                  ) -> int | None:
-        """The exact integer counts stay below ``2**24`` (:data:`dpjax.rules.candidates.
-        MAX_ROWS`)."""
-        return MAX_ROWS
 
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.selection in NEEDS_DELTA and delta <= 0:

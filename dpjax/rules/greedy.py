@@ -85,7 +85,7 @@ from dpjax.mechanisms.size import (
     release_class_counts,
 )
 from dpjax.mechanisms.smooth_sensitivity import smooth_sensitivity_gini
-from dpjax.privacy import Cost
+from dpjax.privacy import Cost, fixed_point
 from dpjax.privacy.composition import (
     delta_split,
     delta_sum,
@@ -100,6 +100,7 @@ from dpjax.rules.candidates import (
     extension_stats,
     literal_table,
     literal_values,
+    no_rule,
     node_stats,
     normalised_gini,
 )
@@ -192,9 +193,9 @@ def select_rule(key: jax.Array, score: jax.Array, size: jax.Array, valid: jax.Ar
     docstring); ``smooth`` is the node's ``S*`` (smooth selections)."""
     gini = normalised_gini(score, size)
     if selection == "count_gini":
-        best = jnp.min(jnp.where(valid, score, jnp.iinfo(jnp.int32).max))
-        gap = jnp.minimum(score - best, 2**24).astype(jnp.float32)
-        return permute_and_flip(key, jnp.where(valid, -gap, -jnp.inf),
+        # −min(score − best, 2**24), exactly (int32 or wide scores), then in float32 exactly
+        gap = fixed_point.floored_gaps(fixed_point.negate(score), valid, -(2**24))
+        return permute_and_flip(key, jnp.where(valid, gap.astype(jnp.float32), -jnp.inf),
                                 sensitivity * COUNT_SENSITIVITY, epsilon, monotone=True,
                                 label="Gini-weighted counts, sens. 1, monotone")
     if selection == "exponential":
@@ -233,10 +234,8 @@ def greedy_choice(stats: NodeStats, valid: jax.Array) -> jax.Array:
     """GreedyRL's choice (spec §1.6, not private): the smallest Gini-weighted count, ties to the
     smaller caught part's (a rule that isolates a pure group first), then to the first index;
     ``∅`` wins every tie (a rule must strictly improve)."""
-    big = jnp.iinfo(jnp.int32).max
-    best = jnp.min(jnp.where(valid, stats.score, big))
-    tied = valid & (stats.score == best)
-    return jnp.argmin(jnp.where(tied, stats.caught, big)).astype(jnp.int32)
+    tied = fixed_point.minimal(stats.score, valid)
+    return jnp.argmax(fixed_point.minimal(stats.caught, tied)).astype(jnp.int32)
 
 
 def greedy_pair(key: jax.Array, stats_of: Callable[[jax.Array | None], NodeStats],
@@ -270,7 +269,8 @@ def greedy_pair(key: jax.Array, stats_of: Callable[[jax.Array | None], NodeStats
     first = jnp.maximum(index - 1, 0)
     extended = stats_of(first)
     own = jnp.arange(n_literals) == first
-    extended = extended._replace(caught=extended.caught.at[1 + first].set(-1))
+    extended = extended._replace(caught=jax.tree.map(lambda c, v: c.at[1 + first].set(v),
+                                                     extended.caught, no_rule(extended.caught)))
     valid = jnp.concatenate([jnp.zeros(1, bool), (literal_feature != literal_feature[first])
                              | own])
     second, second_cost = choose(k_second, extended, valid)
