@@ -353,9 +353,10 @@ def joint_discrete_laplace(keys: jax.Array, shapes: tuple[tuple[int, ...], ...],
                                begin, sum(sizes), outputs=(1, 5, 6),
                                groups=sizes if joint else None)
     # Y = floor((U + t V)/s), saturated, each draw with its release's scale
-    q_t, r_t, s, saturation_v = (a[group] for a in (q_t, r_t, s, saturation_v))
-    y = q_t * v + u // s + (u % s + r_t * v) // s
-    y = jnp.where(v > saturation_v, U32(SATURATION), jnp.minimum(y, U32(SATURATION)))
+    # each draw's own release constants (new names: the loop's step reads the per-release s)
+    draw_q_t, draw_r_t, draw_s, draw_cap = (a[group] for a in (q_t, r_t, s, saturation_v))
+    y = draw_q_t * v + u // draw_s + (u % draw_s + draw_r_t * v) // draw_s
+    y = jnp.where(v > draw_cap, U32(SATURATION), jnp.minimum(y, U32(SATURATION)))
     z = jnp.where(negative == 1, -y.astype(jnp.int32), y.astype(jnp.int32))
     ends = np.cumsum(sizes)
     return [z[end - size:end].reshape(shape)

@@ -168,12 +168,15 @@ def floored_gaps(values: jax.Array | WideSum, where: jax.Array, floor: int,
     return jnp.where(where, jnp.maximum(gap, floor), lowest)
 
 
+def chunk_count(m: int) -> int:
+    """The wide path's number of chunks of ``2**CHUNK_BITS`` rows, ``⌈m/2**CHUNK_BITS⌉``
+    (static; 1 up to :data:`MAX_ROWS` rows, where sums are not chunked)."""
+    return 1 if m <= MAX_ROWS else -(-m // 2**CHUNK_BITS)
+
+
 def row_chunks(m: int) -> tuple[int, jax.Array]:
-    """The wide path's chunks of ``2**CHUNK_BITS`` rows: their number ``⌈m/2**CHUNK_BITS⌉``
-    (static; 1 up to :data:`MAX_ROWS` rows, where sums are not chunked) and each row's chunk,
-    int32 ``[m]``."""
-    chunk = jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
-    return (1 if m <= MAX_ROWS else -(-m // 2**CHUNK_BITS)), chunk
+    """:func:`chunk_count` and each row's chunk, int32 ``[m]``."""
+    return chunk_count(m), jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
 
 
 def exact_segment_sum(values: jax.Array, segments: jax.Array,

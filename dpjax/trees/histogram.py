@@ -102,9 +102,9 @@ def exact_node_histogram(
     ``2**CHUNK_BITS`` rows (the chunk one more node index, each sum exact in int32), the chunks
     added in two limbs (a canonical :class:`~dpjax.privacy.fixed_point.WideSum`). Both hold the
     same integers."""
-    n_chunks, chunk = fixed_point.row_chunks(codes.shape[0])
-    if n_chunks == 1:
+    if fixed_point.chunk_count(codes.shape[0]) == 1:
         return node_histogram(codes, node, stats, n_nodes, n_codes)
+    n_chunks, chunk = fixed_point.row_chunks(codes.shape[0])
     hist = node_histogram(codes, chunk * n_nodes + node, stats, n_chunks * n_nodes, n_codes)
     return fixed_point.wide_total(hist.reshape((n_chunks, n_nodes) + hist.shape[1:]))
 

@@ -47,6 +47,7 @@ from dpjax.mechanisms.exact import LANE_BYTES
 from dpjax.privacy import fixed_point
 from dpjax.trees.dense import MAX_DEPTH, DenseTree
 from dpjax.trees.describe import describe_dense_trees, tree_importances, values_text
+from dpjax.trees.oblivious import wide_row_limit
 
 _UNIT = unit_interval()
 NATURAL_MODES = {"counts": ("post", "parallel"), "value": ("fold", "sequential")}
@@ -143,11 +144,16 @@ class MalphaBoosted(Learner):
                   ) -> int | None:
         """Private fits sum fixed-point weights (:mod:`dpjax.privacy.fixed_point`) exactly, past
         :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows in two limbs, up to
-        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`; exact O.C (``oc_alpha="exact"``,
-        whatever ``alpha``, a traced value) sums its errors in int32, up to ``MAX_ROWS``."""
+        :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS` (from depth 18 fewer: a level's
+        chunked histogram has ``chunks·2**(d−1)`` nodes of up to 256 codes, an int32 segment
+        index, :func:`dpjax.trees.oblivious.wide_row_limit`); exact O.C
+        (``oc_alpha="exact"``, whatever ``alpha``, a traced value) sums its errors in int32, up
+        to ``MAX_ROWS``."""
         if not private:
             return None
-        return fixed_point.MAX_ROWS if self.oc_alpha == "exact" else fixed_point.WIDE_MAX_ROWS
+        if self.oc_alpha == "exact":
+            return fixed_point.MAX_ROWS
+        return min(fixed_point.WIDE_MAX_ROWS, wide_row_limit(self.depth))
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[MalphaModel, Any]:
@@ -207,8 +213,10 @@ class MalphaBoosted(Learner):
         return leaks
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:
-        """The deepest level's histogram, candidate statistics and selection lanes, the
-        per-example statistics broadcast over features, and the stacked trees."""
+        """The deepest level's histogram (one per chunk of rows past
+        :data:`~dpjax.privacy.fixed_point.MAX_ROWS`), candidate statistics and selection lanes,
+        the per-example statistics broadcast over features, and the stacked trees."""
         nodes = 2 ** (self.depth - 1)
-        return (16.0 * m * n + float(24 + LANE_BYTES) * nodes * n * max_codes
+        return (16.0 * m * n + 8.0 * fixed_point.chunk_count(m) * nodes * n * max_codes
+                + float(24 + LANE_BYTES) * nodes * n * max_codes
                 + 16.0 * self.n_trees * 2**self.depth)

@@ -32,6 +32,7 @@ from dpjax.losses.proper import canonical_link
 from dpjax.mechanisms.laplace import laplace_mechanism
 from dpjax.mechanisms.size import balance_pseudo_counts
 from dpjax.privacy import Cost, fixed_point, parallel
+from dpjax.privacy.fixed_point import WideSum
 
 LEAF_MECHANISMS = ("value", "counts")
 BETA_MODES = ("fold", "post", "laplace", "paper_fast")
@@ -73,7 +74,7 @@ def leaf_link(stats: jax.Array, alpha_link: ArrayLike, zeta: float) -> jax.Array
 
 
 def leveraging_coefficient(
-    values: jax.Array, stats: jax.Array, a: ArrayLike, size: ArrayLike,
+    values: jax.Array, stats: jax.Array | WideSum, a: ArrayLike, size: ArrayLike,
     clip: ArrayLike | None = None,
 ) -> jax.Array:
     """``β_t = (a/m)·Σ_i w_i·y_i·h_t(x_i) = (a/m)·Σ_λ h_t(λ)·(w^1(λ) − w^{−1}(λ))`` (§3 step
@@ -81,8 +82,16 @@ def leveraging_coefficient(
     normaliser ``m`` is the public size ``ñ`` (any public constant keeps the releases' bounds:
     the folded values are clamped, and ``β``'s sensitivity is ``2aM/ñ``). ``clip`` bounds each
     leaf's class difference (1-Lipschitz: one record still moves one difference by its
-    weight)."""
-    difference = stats[:, 1] - stats[:, 0]
+    weight). Exact fixed-point sums (int32 or :class:`~dpjax.privacy.fixed_point.WideSum`,
+    units of ``2**−WEIGHT_BITS``) give their difference exactly, rounded to float32 once, so
+    its rounding is relative to the clipped difference (:func:`beta_rounding`), not to the
+    sums (past int32, a float32 sum's ulp is many records)."""
+    if isinstance(stats, WideSum) or jnp.issubdtype(stats.dtype, jnp.integer):
+        first, second = (jax.tree.map(lambda x, k=k: x[:, k], stats) for k in (0, 1))
+        difference = fixed_point.as_float(
+            fixed_point.add(second, fixed_point.negate(first))) / WEIGHT_UNIT
+    else:
+        difference = stats[:, 1] - stats[:, 0]
     if clip is not None:
         difference = jnp.clip(difference, -clip, clip)
     return a / size * jnp.sum(values * difference)
@@ -119,6 +128,7 @@ def release_leaves(
     """
     k_leaf, k_beta = jax.random.split(key)
     a = alpha_link / clamp**2
+    exact = stats
     costs = collections.OrderedDict()
     if leaf_mechanism == "counts":
         noisy, cost = laplace_mechanism(k_leaf, stats, sensitivity * WEIGHT_UNIT, epsilon_leaf,
@@ -143,13 +153,12 @@ def release_leaves(
         values = jnp.clip(noisy, -clamp, clamp)
     costs["leaves"] = parallel(cost) if leaf_composition == "parallel" else cost
     if beta_mode in ("laplace", "paper_fast"):
-        if leaf_mechanism == "counts":
-            stats = fixed_point.as_float(stats) / WEIGHT_UNIT
-        # differences clipped to the public size bound the float32 rounding (beta_rounding)
-        beta = leveraging_coefficient(values, stats, a, size, clip=size)
+        # the exact differences, rounded once and clipped to the public size: their float32
+        # rounding is bounded by beta_rounding's
+        beta = leveraging_coefficient(values, exact, a, size, clip=size)
     if beta_mode == "laplace":
         beta, costs["leveraging coefficient β_t"] = laplace_mechanism(
-            k_beta, beta, 2 * a * clamp / size + 2 * beta_rounding(a, clamp, stats.shape[0]),
+            k_beta, beta, 2 * a * clamp / size + 2 * beta_rounding(a, clamp, values.shape[0]),
             epsilon_beta, bound=2 * a * clamp, label="sens. 2aM/ñ + rounding")
     return values, beta, costs
 

@@ -210,7 +210,7 @@ class Boosted(Learner):
         level_utility`); 0 when no oblivious tree may grow."""
         if not self.may_grow_oblivious(n):
             return 0.0
-        return 16.0 * fixed_point.row_chunks(m)[0] * 2 ** (self.depth - 1) * n * max_codes
+        return 16.0 * fixed_point.chunk_count(m) * 2 ** (self.depth - 1) * n * max_codes
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""

@@ -14,6 +14,7 @@ import pytest
 import dpjax
 from dpjax import _preparation
 from dpjax.ensembles.malpha import MalphaBoosted
+from dpjax.ensembles.malpha.leaves import beta_rounding, leveraging_coefficient
 from dpjax.ensembles.malpha.tree import weighted_error
 from dpjax.privacy import fixed_point
 from dpjax.trees.histogram import exact_node_histogram, node_histogram, split_stats
@@ -126,6 +127,15 @@ def test_the_row_limit_is_wide_unless_exact_oc(monkeypatch):
     assert MalphaBoosted(alpha=0.3).row_limit(True, 10) == fixed_point.WIDE_MAX_ROWS
     assert MalphaBoosted(oc_alpha="exact").row_limit(True, 10) == fixed_point.MAX_ROWS
     assert MalphaBoosted().row_limit(False, 10) is None
+    assert MalphaBoosted(depth=17).row_limit(True, 10) == fixed_point.WIDE_MAX_ROWS
+    for depth in (18, 19, 20):     # the chunked level histogram's int32 segment index
+        limit = MalphaBoosted(depth=depth).row_limit(True, 10)
+        chunks = fixed_point.chunk_count(limit)
+        assert limit < fixed_point.WIDE_MAX_ROWS and chunks * 2 ** (depth - 1) * 256 < 2**31
+        assert (chunks + 1) * 2 ** (depth - 1) * 256 >= 2**31         # one more would not
+    narrow = MalphaBoosted().footprint(fixed_point.MAX_ROWS, 10, 256, 2)
+    wide = MalphaBoosted().footprint(2**26, 10, 256, 2)
+    assert wide - 16.0 * 2**26 * 10 > narrow - 16.0 * fixed_point.MAX_ROWS * 10  # per chunk
     with pytest.raises(ValueError, match="malpha fits at most 268435455 rows"):
         _preparation.check_limits(MalphaBoosted(), (fixed_point.WIDE_MAX_ROWS + 1, 3), 10, 2,
                                   1, private=True)
@@ -134,3 +144,29 @@ def test_the_row_limit_is_wide_unless_exact_oc(monkeypatch):
     with pytest.raises(ValueError, match="at most 300 rows"):
         dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=(0.0, 1.0), key=0,
                   classes=[0, 1], n_trees=2, oc_alpha="exact")
+
+
+@pytest.mark.parametrize(("depth", "size", "log_records"), [(1, 2.0**20, 26), (1, 2.0**22, 27),
+                                                            (4, 2.0**17, 27)])
+def test_beta_of_wide_sums_moves_within_its_charged_sensitivity(depth, size, log_records):
+    """``beta_mode="laplace"`` charges ``2aM/ñ`` plus twice :func:`beta_rounding`. Leaf sums
+    of ``2**26`` records or more (a float32 ulp of 16 records or more) with a declared size
+    far below them: adding one record (its weight 1) moves the released β's input by no more
+    than that, because the class difference is taken exactly and rounded once (rounding each
+    sum first moved it by up to twice the charge)."""
+    leaves = 2**depth
+    ulp = 2 ** (log_records + fixed_point.BITS - 23)           # units, at 2**log_records
+    k = 2 ** (log_records + fixed_point.BITS) // ulp + 12345
+    positive = k * ulp + ulp // 2 - 1                          # one more record rounds up
+
+    def wide(first: list[int]) -> fixed_point.WideSum:
+        v = np.array([first] + [[0, 0]] * (leaves - 1), np.int64)
+        return fixed_point.WideSum(jnp.asarray(v >> 16, jnp.int32),
+                                   jnp.asarray(v & 0xFFFF, jnp.int32))
+
+    values = jnp.asarray([1.0] + [0.0] * (leaves - 1), jnp.float32)
+    a, size = 1.0, jnp.float32(size)
+    betas = [float(leveraging_coefficient(values, wide([k * ulp, p]), a, size, clip=size))
+             for p in (positive, positive + fixed_point.UNIT)]
+    charged = 2 * a / float(size) + 2 * float(beta_rounding(a, 1.0, leaves))
+    assert abs(betas[1] - betas[0]) <= charged
