@@ -24,6 +24,7 @@ from dpjax.learner import (
     traced,
     unit_interval,
 )
+from dpjax.privacy import fixed_point
 from dpjax.rules import greedy
 from dpjax.rules.candidates import (
     Literals,
@@ -122,6 +123,13 @@ class RuleListLearner(Learner):
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
 
+
+    def row_limit(self, private: bool, n_features: int, regression: bool = False
+                  ) -> int | None:
+        """:data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`: the scores go wide past
+        ``2**24 − 1`` rows, and the released counts stay within the Laplace mechanism's
+        ``2**28`` grid steps."""
+        return fixed_point.WIDE_MAX_ROWS
 
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.selection in NEEDS_DELTA and delta <= 0:

@@ -125,10 +125,11 @@ def test_wide_scores_release_the_same_rule_lists_bit_for_bit(monkeypatch):
             np.testing.assert_array_equal(u, v)
 
 
-def test_rule_lists_take_int32_row_counts():
-    """No limit of its own: every fit up to ``2**31 − 1`` rows (the library's)."""
+def test_rule_lists_take_up_to_wide_max_rows():
+    """Past ``2**24 − 1`` rows the scores are wide; the released counts keep the limit at
+    ``WIDE_MAX_ROWS`` (the Laplace mechanism's ``2**28`` grid steps)."""
     config = get_learner("rule_list")
-    assert config.row_limit(True, 10) is None
+    assert config.row_limit(True, 10) == fixed_point.WIDE_MAX_ROWS
     _preparation.check_limits(config, (2**24 + 1, 3), 10, 2, 1, private=True)
-    with pytest.raises(ValueError, match="dpjax fits at most 2147483647 rows"):
-        _preparation.check_limits(config, (2**31, 3), 10, 2, 1, private=True)
+    with pytest.raises(ValueError, match="rule_list fits at most 268435455 rows"):
+        _preparation.check_limits(config, (2**28, 3), 10, 2, 1, private=True)
