@@ -59,9 +59,7 @@ def wide_total(parts: jax.Array, axis: int = 0) -> WideSum:
     """The exact sum of int32 ``parts`` along ``axis`` (each part exact, at most ``2**15`` of
     them) as a canonical :class:`WideSum`: each part split into its limbs, then
     :func:`wide_sum`."""
-    mask = jnp.int32(2**LIMB_BITS - 1)
-    return wide_sum(WideSum(jnp.right_shift(parts, LIMB_BITS),       # arithmetic: floor
-                            jnp.bitwise_and(parts, mask)), axis)
+    return wide_sum(canonical(jnp.zeros_like(parts), parts), axis)
 
 
 WIDE_SUM_BLOCK = 2**15
@@ -80,14 +78,13 @@ def wide_sum(values: WideSum, axis: int | tuple[int, ...] = 0) -> WideSum:
     rest = [a for a in range(values.hi.ndim) if a not in axes]
     shape = [values.hi.shape[a] for a in rest]
     hi, lo = (jnp.transpose(x, axes + tuple(rest)).reshape([-1] + shape) for x in values)
-    mask = jnp.int32(2**LIMB_BITS - 1)
     while True:
         n = hi.shape[0]
         blocks = -(-n // WIDE_SUM_BLOCK)
         pad = [(0, blocks * WIDE_SUM_BLOCK - n if blocks > 1 else 0)] + [(0, 0)] * len(shape)
         hi, lo = (jnp.pad(x, pad).reshape([blocks, -1] + shape) for x in (hi, lo))
         hi, lo = jnp.sum(hi, axis=1), jnp.sum(lo, axis=1)
-        hi, lo = hi + jnp.right_shift(lo, LIMB_BITS), jnp.bitwise_and(lo, mask)
+        hi, lo = canonical(hi, lo)
         if blocks == 1:
             return WideSum(hi[0], lo[0])
 
@@ -138,11 +135,10 @@ def as_float(value: jax.Array | WideSum) -> jax.Array:
 def wide_abs(value: WideSum) -> WideSum:
     """``|v|`` of a canonical :class:`WideSum`, canonical: a value is negative iff its high
     limb is, and ``−(hi·2**16 + lo) = (−hi − 1)·2**16 + (2**16 − lo)`` when ``lo > 0``."""
+    flipped = negate(value)
     negative = value.hi < 0
-    hi = jnp.where(negative, -value.hi - (value.lo > 0).astype(jnp.int32), value.hi)
-    lo = jnp.where(negative, jnp.bitwise_and(-value.lo, jnp.int32(2**LIMB_BITS - 1)),
-                   value.lo)
-    return WideSum(hi, lo)
+    return WideSum(jnp.where(negative, flipped.hi, value.hi),
+                   jnp.where(negative, flipped.lo, value.lo))
 
 
 def floored_gaps(values: jax.Array | WideSum, where: jax.Array, floor: int,
