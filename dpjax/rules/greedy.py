@@ -439,7 +439,8 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
             totals = pooled_counts([(balance, prior_epsilon),
                                     (totals, eps_node / jnp.sqrt(n_live + 1.0))])
         prior = label_prior(totals, traced["prior_records"])
-    label = label_of(clipped + prior)
+    # a non-private list labels by its exact int32 counts (float32 would tie past 2**24)
+    label = label_of(clipped + prior if private else jnp.where(keep[:, None], hist, 0))
     table = [jnp.asarray(a)[pairs] for a in literals]
     return RuleList(*table, active, counts, label, prior), costs
 
@@ -468,7 +469,8 @@ def label_prior(totals: jax.Array, records: ArrayLike) -> jax.Array:
 
 
 def label_of(counts: jax.Array) -> jax.Array:
-    """``q = 1`` iff ``c_1 >= c_0`` (Algorithm 2; ties to 1)."""
+    """``q = 1`` iff ``c_1 >= c_0`` (Algorithm 2; ties to 1), on float or exact integer
+    counts ``[R + 1, 2]``."""
     return (counts[:, 1] >= counts[:, 0]).astype(jnp.int32)
 
 

@@ -60,6 +60,7 @@ from dpjax.ensembles.malpha import WEIGHT_UNIT
 from dpjax.ensembles.malpha import leaves as malpha_leaves
 from dpjax.ensembles.malpha import tree as malpha_tree
 from dpjax.ensembles.random_trees import forest
+from dpjax.ensembles.smooth_boost import boosting as smooth_boosting
 from dpjax.mechanisms import size
 from dpjax.mechanisms.laplace import GRID_BITS, MAX_GRID_VALUE
 from dpjax.privacy import Cost
@@ -242,10 +243,11 @@ class Recorder:
 
     @contextlib.contextmanager
     def installed(self):
-        """The stand-ins in place of the mechanisms of the forest, the Mα tree, its leaves and
-        the released size (for tracing; compiled programs keep them)."""
+        """The stand-ins in place of the mechanisms of the forest, the Mα tree, its leaves,
+        the released size and smooth boosting's first releases (the size and the fallback's
+        class counts, drawn together; for tracing: compiled programs keep them)."""
         with pytest.MonkeyPatch.context() as patch:
-            for module in (forest, malpha_tree, malpha_leaves, size):
+            for module in (forest, malpha_tree, malpha_leaves, size, smooth_boosting):
                 for name, stand_in in (("laplace_mechanism", self.laplace),
                                        ("plan_laplace", self.plan),
                                        ("laplace_releases", self.releases),

@@ -49,6 +49,62 @@ def test_wide_abs_and_sum_are_the_exact_values_in_canonical_limbs():
     assert as_ints(WideSum(total.hi[None], total.lo[None])) == [sum(abs(v) for v in values)]
 
 
+def wide_values(seed: int, count: int) -> list[int]:
+    """Integers of either sign past int32 (``|v| < 2**46``), with ties, zero and the limb
+    boundaries."""
+    rng = np.random.default_rng(seed)
+    values = [int(v) for v in rng.integers(-2**46, 2**46, size=count)]
+    values += [0, 1, -1, 2**16 - 1, 2**16, -2**16, -(2**16) - 1, 2**31, -2**31 - 1]
+    return values + values[:5]                                       # ties
+
+
+def as_wide(values: list[int]) -> WideSum:
+    return WideSum(jnp.asarray([v >> 16 for v in values], jnp.int32),
+                   jnp.asarray([v & 0xFFFF for v in values], jnp.int32))
+
+
+def test_canonical_negate_and_add_are_exact_in_canonical_limbs():
+    a, b = wide_values(7, 300), wide_values(8, 300)
+    hi = jnp.asarray([v >> 16 for v in a], jnp.int32)
+    loose = fixed_point.canonical(hi - 3, jnp.asarray([(v & 0xFFFF) + 3 * 2**16 for v in a],
+                                                      jnp.int32))
+    sums = [x + z for x, z in zip(a, b, strict=True)]
+    for got, want in ((loose, a), (fixed_point.negate(as_wide(a)), [-v for v in a]),
+                      (fixed_point.add(as_wide(a), as_wide(b)), sums)):
+        assert as_ints(got) == want
+        assert np.asarray(got.lo).min() >= 0 and np.asarray(got.lo).max() < 2**16
+    narrow = jnp.asarray([5, -7, 2**30], jnp.int32)
+    np.testing.assert_array_equal(fixed_point.negate(narrow), [-5, 7, -2**30])
+    np.testing.assert_array_equal(fixed_point.add(narrow, narrow[::-1]), [2**30 + 5, -14,
+                                                                           2**30 + 5])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_minimal_marks_every_minimum_over_where_in_either_form(seed):
+    rng = np.random.default_rng(seed)
+    values = wide_values(seed, 60)
+    where = rng.random(len(values)) < 0.5
+    where[[0, len(values) - 1]] = True                  # the duplicated first value is in
+    smallest = min(v for v, w in zip(values, where, strict=True) if w)
+    want = [bool(w) and v == smallest for v, w in zip(values, where, strict=True)]
+    assert sum(want) >= 1
+    assert np.asarray(fixed_point.minimal(as_wide(values), jnp.asarray(where))).tolist() == want
+    small = [v % 1000 - 500 for v in values]            # the int32 form
+    smallest = min(v for v, w in zip(small, where, strict=True) if w)
+    want = [bool(w) and v == smallest for v, w in zip(small, where, strict=True)]
+    assert np.asarray(fixed_point.minimal(jnp.asarray(small, jnp.int32), jnp.asarray(where))
+                      ).tolist() == want
+
+
+def test_as_float_rounds_once_like_the_int32_conversion():
+    values = [v >> 6 for v in wide_values(9, 300)]        # |hi| < 2**24, as_float's range
+    want = np.asarray([np.float32(float(v)) for v in values])     # one round to nearest
+    np.testing.assert_array_equal(fixed_point.as_float(as_wide(values)), want)
+    narrow = [v for v in values if -2**31 <= v < 2**31]
+    np.testing.assert_array_equal(fixed_point.as_float(as_wide(narrow)),
+                                  np.asarray(narrow, np.int32).astype(np.float32))
+
+
 def test_wide_sum_adds_more_values_than_one_stage_holds():
     """``2**16 + 5`` values whose low limbs are all ``2**16 − 1`` (one stage of ``2**15`` would
     overflow int32), summed over a tuple of axes: the exact totals."""

@@ -15,7 +15,7 @@ import dpjax
 from dpjax import _preparation
 from dpjax.learners import get_learner
 from dpjax.privacy import fixed_point
-from dpjax.rules import candidates
+from dpjax.rules import candidates, greedy
 from dpjax.rules.candidates import gini_count, wide_gini_count
 from tests.rules.test_rule_lists import count_pairs, exact_gini_count
 
@@ -133,3 +133,23 @@ def test_rule_lists_take_up_to_wide_max_rows():
     _preparation.check_limits(config, (2**24 + 1, 3), 10, 2, 1, private=True)
     with pytest.raises(ValueError, match="rule_list fits at most 268435455 rows"):
         _preparation.check_limits(config, (2**28, 3), 10, 2, 1, private=True)
+
+
+def test_non_private_labels_compare_exact_counts(monkeypatch):
+    """GreedyRL (not private) labels each rule by its exact int32 counts: past ``2**24``
+    records in a cell, float32 counts would round a one-record majority into a tie (to 1)."""
+    counts = jnp.asarray([[2**24 + 1, 2**24], [2**24, 2**24 + 1], [7, 7]], jnp.int32)
+    np.testing.assert_array_equal(greedy.label_of(counts), [0, 1, 1])
+    assert int(greedy.label_of(counts.astype(jnp.float32))[0]) == 1    # the tie avoided
+    seen = []
+    label_of = greedy.label_of
+    monkeypatch.setattr(greedy, "label_of", lambda c: seen.append(c.dtype) or label_of(c))
+    monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
+    X, y = toy(200)
+    model = dpjax.fit(X, y, method="rule_list", epsilon=None, bounds=(0.0, 3.0), n_bins=4,
+                      key=0, classes=[0, 1])
+    assert seen == [jnp.int32]
+    cells = np.asarray(greedy.rule_cells(model.params, model.encode(X)))
+    exact = np.stack([np.bincount(cells[y == c], minlength=model.params.label.shape[0])
+                      for c in (0, 1)], axis=1)
+    np.testing.assert_array_equal(model.params.label, (exact[:, 1] >= exact[:, 0]))
