@@ -186,7 +186,8 @@ def fit(
     codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=rows)
     args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
             prepared.traced_values(), prepared.size_value(), None, *weights)
-    options = compiler_options(prepared.public_work(epsilon is not None), args)
+    options = compiler_options(prepared.public_work(epsilon is not None), args,
+                               prepared.config.cpu_compile)
     compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
     (fitted, costs), run_s = to_local(run_timed(compiled, *args))
     ledger = ledger_of(prepared, epsilon, costs)

@@ -80,6 +80,11 @@ def traced(default: Any, check: Check) -> Any:
                              metadata={"check": check, "traced": True})
 
 
+CPU_CHOICES = ("default", "lean", "quick")
+"""The values of :attr:`Learner.cpu_compile` (the option sets of
+:data:`dpjax._preparation.CPU_COMPILE`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Learner:
     """Base class of the learner configs (see the module docstring)."""
@@ -91,6 +96,12 @@ class Learner:
     traced values (a vmapped ``lax.cond`` runs every branch for every point), or that measured
     faster mapped (:func:`dpjax._api.sweep_plan`). On an accelerator every sweep is
     vectorised."""
+
+    cpu_compile: ClassVar[str] = "default"
+    """The XLA options of the learner's every :func:`dpjax.fit` on CPU whose work is private
+    or large (:data:`dpjax._preparation.CPU_COMPILE`: ``"default"``, ``"lean"`` or
+    ``"quick"``), chosen by measurement: a shorter compile where the run stays about as fast.
+    A constant of the learner, never of the data."""
 
     takes_weights: ClassVar[bool] = False
     """The learner takes record weights in ``[0, 1]`` (``sample_weight``) at unchanged
@@ -314,6 +325,9 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
         if static_out_of_eq:
             raise TypeError(f"{cls.__name__}: fields {static_out_of_eq} are left out of == but "
                             "not traced; declare them with hyper() or traced()")
+        if cls.cpu_compile not in CPU_CHOICES:
+            raise ValueError(f"{cls.__name__}.cpu_compile must be one of {CPU_CHOICES}, got "
+                             f"{cls.cpu_compile!r}")
         known = REGISTRY.get(name)
         if known is not None and known.config is not cls:
             raise ValueError(f"method name {name!r} is already registered to "

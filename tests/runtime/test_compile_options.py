@@ -1,8 +1,11 @@
 """Quickly compiled CPU fits (``dpjax._preparation.compiler_options``): chosen from public facts
-only (never from a private row count), and releasing the same private model as XLA's default
-options."""
+only (never from a private row count) or by the learner alone (``lean_compile``), and releasing
+the same private model as XLA's default options."""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
 
 import chex
 import jax
@@ -12,7 +15,16 @@ import pytest
 
 import dpjax
 from dpjax import _api, _preparation
-from dpjax._preparation import QUICK_COMPILE, QUICK_ENV, QUICK_WORK_BYTES, compiler_options
+from dpjax._preparation import (
+    CPU_COMPILE,
+    LEAN_COMPILE,
+    QUICK_COMPILE,
+    QUICK_ENV,
+    QUICK_WORK_BYTES,
+    compiler_options,
+)
+from dpjax.learner import CPU_CHOICES, Learner, register
+from dpjax.learners import get_learner
 
 ON_CPU = jax.default_backend() == "cpu"
 
@@ -25,6 +37,27 @@ def test_public_work_up_to_the_limit_compiles_quickly_on_cpu(monkeypatch):
     assert compiler_options(QUICK_WORK_BYTES, args) == quick
     assert compiler_options(QUICK_WORK_BYTES + 1, args) == {}
     assert compiler_options(None, args) == {}       # a private row count: XLA's defaults
+    # a fit whose work is private or large takes its learner's constant choice
+    for choice in ("lean", "quick"):
+        chosen = CPU_COMPILE[choice] if ON_CPU else {}
+        assert compiler_options(None, args, choice) == chosen
+        assert compiler_options(QUICK_WORK_BYTES + 1, args, choice) == chosen
+        assert compiler_options(QUICK_WORK_BYTES, args, choice) == quick
+
+
+def test_every_learner_chooses_a_known_option_set():
+    assert tuple(CPU_COMPILE) == CPU_CHOICES
+    assert CPU_COMPILE["lean"] == LEAN_COMPILE and CPU_COMPILE["quick"] == QUICK_COMPILE
+    for name in dpjax.LEARNERS:
+        assert get_learner(name).cpu_compile in CPU_CHOICES
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd(Learner):
+        name: ClassVar[str] = "odd_compile"
+        cpu_compile: ClassVar[str] = "fast"
+
+    with pytest.raises(ValueError, match="cpu_compile must be one of"):
+        register(params=(), estimator="OddCompile")(Odd)
 
 
 def test_the_environment_sets_a_constant_choice(monkeypatch):
@@ -32,8 +65,10 @@ def test_the_environment_sets_a_constant_choice(monkeypatch):
     monkeypatch.setenv(QUICK_ENV, "on")
     assert compiler_options(None, args) == (QUICK_COMPILE if ON_CPU else {})
     assert compiler_options(float("inf"), args) == (QUICK_COMPILE if ON_CPU else {})
+    assert compiler_options(None, args, "lean") == (QUICK_COMPILE if ON_CPU else {})
     monkeypatch.setenv(QUICK_ENV, "off")
     assert compiler_options(0, args) == {}
+    assert compiler_options(None, args, "lean") == {}
     monkeypatch.setenv(QUICK_ENV, "fast")
     with pytest.raises(ValueError, match=QUICK_ENV):
         compiler_options(0, args)
@@ -41,13 +76,14 @@ def test_the_environment_sets_a_constant_choice(monkeypatch):
 
 def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
     """The row count enters only where it is public: a declared size, replace-one, or a
-    non-private fit; a sweep keeps XLA's defaults."""
+    non-private fit; a private add/remove fit takes its learner's constant choice (rf_laplace's
+    is lean); a sweep keeps XLA's defaults."""
     seen, chosen = [], []
     original_options, original_compile = _api.compiler_options, _preparation.compile_cached
 
-    def spy_options(work, args):
+    def spy_options(work, args, choice="default"):
         seen.append(work)
-        return original_options(work, args)
+        return original_options(work, args, choice)
 
     def spy_compile(fn, cache_key, *args, options=None):
         chosen.append(options)
@@ -67,20 +103,21 @@ def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
     dpjax.sweep(X, y, epsilon=[0.5, 1.0], seeds=3, **fit)
     assert seen == [None, 50 * 3, 40 * 3, 40 * 3]
     quick = QUICK_COMPILE if ON_CPU else {}
-    assert chosen == [{}, quick, quick, quick, None]
+    assert chosen == [LEAN_COMPILE if ON_CPU else {}, quick, quick, quick, None]
 
 
-@pytest.mark.parametrize("method", ["boosted", "rule_list"])
+@pytest.mark.parametrize("method", ["boosted", "rule_list", "random_trees"])
 def test_quick_and_default_options_release_the_same_private_model(method, monkeypatch):
-    """The private releases are exact integers under either option set, and the floats read
-    from them were the same bits here (the fingerprints check every learner's private
-    configurations)."""
+    """The private releases are exact integers under every option set (quick, lean, XLA's
+    defaults), and the floats read from them were the same bits here (the fingerprints check
+    every learner's private configurations)."""
     X, y = dpjax.load_dataset("banknote")
     fit = dict(method=method, epsilon=1.0, key=3, bounds=dpjax.data.public_bounds("banknote"))
-    monkeypatch.setenv(QUICK_ENV, "on")
-    quick = dpjax.fit(X, y, **fit)
-    monkeypatch.setenv(QUICK_ENV, "off")
-    default = dpjax.fit(X, y, **fit)
-    assert default.timings.compile_s > 0.0      # compiled again, with XLA's defaults
-    chex.assert_trees_all_equal(quick.params, default.params)
-    assert quick.privacy == default.privacy
+    models = []
+    for setting in ("on", "auto", "off"):       # quick, lean (a private row count), defaults
+        monkeypatch.setenv(QUICK_ENV, setting)
+        models.append(dpjax.fit(X, y, **fit))
+    assert models[-1].timings.compile_s > 0.0      # compiled again, with XLA's defaults
+    for model in models[1:]:
+        chex.assert_trees_all_equal(models[0].params, model.params)
+        assert models[0].privacy == model.privacy

@@ -79,6 +79,7 @@ class Boosted(Learner):
     abalone, winewhite and winered (``experiments/results/regression_boosting.md``)."""
 
     name: ClassVar[str] = "boosted"
+    cpu_compile: ClassVar[str] = "lean"
     default_bins: ClassVar[int] = 32     # merged where the data is small (cell_signal)
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     regression: ClassVar[bool] = True       # task="regression": the clipped squared loss

@@ -56,6 +56,8 @@ class Forest(Learner):
     banknote at ε = 0.1 0.68 instead of the fallback's 0.56) but loses banknote at ε = 1 (0.89
     vs 0.94). ``budget="paper"`` (or ``prior_share=0``) has no prior."""
 
+    cpu_compile: ClassVar[str] = "lean"
+
     n_trees: int = hyper(11, positive_int())
     depth: int = hyper(12, positive_int(MAX_DEPTH))
     voting: str = hyper("threshold", choice(*VOTING))
@@ -125,6 +127,7 @@ class RandomTrees(Forest):
     sweep_by_map: ClassVar[bool] = True
 
     name: ClassVar[str] = "random_trees"
+    cpu_compile: ClassVar[str] = "quick"        # its run is as fast (1e6 x 20 rows)
 
 
 @register(params=(DenseTree,), estimator="DPRandomForestLaplaceClassifier")

@@ -101,6 +101,7 @@ class SmoothBoost(Learner):
     (``describe()`` says so)."""
 
     name: ClassVar[str] = "smooth_boost"
+    cpu_compile: ClassVar[str] = "lean"
     binary: ClassVar[bool] = True
     weak_learner: str = hyper("stump", choice(*WEAK_LEARNERS))
     n_rounds: int = hyper(15, positive_int(1024))
