@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stem", default=None, help="output name (default by device)")
     parser.add_argument("--quick", action="store_const", const="on", default="auto",
                         help="compile every fit quickly (DPJAX_QUICK_COMPILE=on; the default "
-                             "auto keeps XLA's options where the row count is private)")
+                             "auto gives a fit whose row count is private its learner's "
+                             "own option set, Learner.cpu_compile)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

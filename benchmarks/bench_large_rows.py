@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--modes", default="random",
                         help="comma-separated: " + ", ".join(MODES))
     parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--stem", default=None,
+                        help="output name (default: bench_large_rows[_modes]_<device>)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     text = markdown(records)
     print(text)
     stem = "bench_large_rows" + ("" if modes == ["random"] else "_" + "_".join(modes))
-    save_results(f"{stem}_{harness.device_slug()}", tidy=pd.DataFrame(records),
+    save_results(args.stem or f"{stem}_{harness.device_slug()}", tidy=pd.DataFrame(records),
                  markdown=text, directory=harness.RESULTS)
 
 

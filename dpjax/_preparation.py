@@ -57,9 +57,8 @@ last bit from a mapped one's), so the choice never reads a private row count
 (:func:`compiler_options`), and sweeps keep XLA's defaults."""
 LEAN_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 """XLA options of a lean CPU fit: XLA's classic loop emitters instead of its MLIR fusion
-emitters, at LLVM's default optimisation (on banknote, ``boosted``'s XLA compile 1.88 s ->
-1.31 s, 2-core CPU; at 1e6 x 20 rows ``rf_laplace`` runs 0.69 s -> 0.48 s, ``boosted`` 0.19 s
--> 0.20 s, ``smooth_boost`` 0.76 s -> 0.95 s)."""
+emitters, at LLVM's default optimisation: a shorter compile, and on large data a run from
+faster to twice as long by learner (``python -m benchmarks.bench_compile_options``)."""
 CPU_COMPILE = {"default": {}, "lean": LEAN_COMPILE, "quick": QUICK_COMPILE}
 """The option sets a learner may choose for all its CPU fits
 (:attr:`~dpjax.learner.Learner.cpu_compile`): XLA's defaults, lean or quick."""
@@ -86,6 +85,9 @@ def compiler_options(work: float | None, args: Any, choice: str = "default") -> 
                  for d in a.devices()} or {jax.default_backend()}
     if platforms != {"cpu"} or setting == "off":
         return {}
+    if choice not in CPU_COMPILE:
+        raise ValueError(f"a learner's cpu_compile must be one of {tuple(CPU_COMPILE)}, got "
+                         f"{choice!r}")
     if setting == "on" or (work is not None and work <= QUICK_WORK_BYTES):
         return QUICK_COMPILE
     return CPU_COMPILE[choice]
@@ -94,8 +96,9 @@ def compiler_options(work: float | None, args: Any, choice: str = "default") -> 
 def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any,
                    options: dict[str, Any] | None = None) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` for ``args`` with XLA compile ``options`` (default XLA's;
-    a fit's from :func:`compiler_options`), LRU-cached, returning the executable and the
-    seconds spent compiling. The first compile turns on the persistent compilation cache
+    a fit's from :func:`compiler_options`; XLA's defaults where this jaxlib's XLA knows none of
+    them, a fact of the installation, not of the data), LRU-cached, returning the executable
+    and the seconds spent compiling. The first compile turns on the persistent compilation cache
     (:func:`dpjax.compilation_cache.enable_default`: nothing happens at import)."""
     options = options or {}
     shapes = jax.tree.map(lambda a: (jnp.shape(a), jnp.result_type(a),
@@ -106,7 +109,13 @@ def compile_cached(fn: Callable[..., Any], cache_key: Any, *args: Any,
         return _COMPILED[full_key], 0.0
     compilation_cache.enable_default()
     start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile(compiler_options=options or None)
+    lowered = jax.jit(fn).lower(*args)
+    try:
+        compiled = lowered.compile(compiler_options=options or None)
+    except jax.errors.JaxRuntimeError as error:
+        if not options or "No such compile option" not in str(error):
+            raise
+        compiled = lowered.compile()     # an XLA without these options: its defaults
     _COMPILED[full_key] = compiled
     while len(_COMPILED) > COMPILE_CACHE_SIZE:
         _COMPILED.popitem(last=False)
@@ -139,6 +148,9 @@ class Prepared:
     target: tuple[float, float] | None = None
     """The public range ``(lo, hi)`` of a regression target (``y`` float32 in it), or
     ``None`` for classification."""
+    rows: int | None = None
+    """The fit's row count (every process's rows in a multi-process fit; ``None``: the
+    codes')."""
 
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
         """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
@@ -169,7 +181,7 @@ class Prepared:
         features, the rows being the public size of a private fit (declared, or the row
         count under replace-one) or the row count of a non-private one; ``None`` when the
         row count is private (add/remove, no size declared)."""
-        rows = self.size if private else self.codes.shape[0]
+        rows = self.size if private else (self.rows or self.codes.shape[0])
         return None if rows is None else float(rows) * self.codes.shape[1]
 
     def size_value(self) -> jax.Array:
@@ -283,7 +295,8 @@ def prepare(
         public_size = rows                # neighbours have the same size: it is public
     return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
                     SENSITIVITY[neighbouring],
-                    None if public_size is None else float(public_size), weights, target)
+                    None if public_size is None else float(public_size), weights, target,
+                    rows)
 
 
 TASKS = ("classification", "regression")

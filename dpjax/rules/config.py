@@ -80,7 +80,7 @@ class RuleListLearner(Learner):
     :mod:`dpjax.rules.greedy`."""
 
     name: ClassVar[str] = "rule_list"
-    cpu_compile: ClassVar[str] = "lean"
+    cpu_compile: ClassVar[str] = "quick"
     binary: ClassVar[bool] = True
     max_rules: int = hyper(4, positive_int(64))
     max_card: int = hyper(2, positive_int(2))

@@ -81,17 +81,25 @@ def test_canonical_negate_and_add_are_exact_in_canonical_limbs():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_minimal_marks_every_minimum_over_where_in_either_form(seed):
+    """Every entry of ``where`` holding the minimum is marked (ties too), found by the high
+    limb and then the low one: values sharing the minimum's high limb, one low limb above it,
+    the minimum twice, and smaller values outside ``where``."""
     rng = np.random.default_rng(seed)
     values = wide_values(seed, 60)
     where = rng.random(len(values)) < 0.5
-    where[[0, len(values) - 1]] = True                  # the duplicated first value is in
+    low = min(v for v, w in zip(values, where, strict=True) if w) - 5 * 2**16
+    base = low - (low & 0xFFFF) + 7                      # a low limb of 7
+    values += [base + 2, base, base + 1, base, base + 2**16, base - 1, base - 3]
+    where = np.concatenate([where, [True] * 5 + [False] * 2])     # base − 1, − 3 are out
     smallest = min(v for v, w in zip(values, where, strict=True) if w)
+    assert smallest == base and values.count(base) == 2
     want = [bool(w) and v == smallest for v, w in zip(values, where, strict=True)]
-    assert sum(want) >= 1
+    assert sum(want) == 2
     assert np.asarray(fixed_point.minimal(as_wide(values), jnp.asarray(where))).tolist() == want
-    small = [v % 1000 - 500 for v in values]            # the int32 form
-    smallest = min(v for v, w in zip(small, where, strict=True) if w)
-    want = [bool(w) and v == smallest for v, w in zip(small, where, strict=True)]
+    small = [v % 1000 + 10 for v in values]             # the int32 form
+    small[-7:] = [3, 1, 2, 1, 9, 0, -2]                  # ties at 1; 0 and −2 outside where
+    want = [bool(w) and v == 1 for v, w in zip(small, where, strict=True)]
+    assert sum(want) == 2
     assert np.asarray(fixed_point.minimal(jnp.asarray(small, jnp.int32), jnp.asarray(where))
                       ).tolist() == want
 

@@ -56,7 +56,7 @@ class Forest(Learner):
     banknote at ε = 0.1 0.68 instead of the fallback's 0.56) but loses banknote at ε = 1 (0.89
     vs 0.94). ``budget="paper"`` (or ``prior_share=0``) has no prior."""
 
-    cpu_compile: ClassVar[str] = "lean"
+    cpu_compile: ClassVar[str] = "quick"
 
     n_trees: int = hyper(11, positive_int())
     depth: int = hyper(12, positive_int(MAX_DEPTH))
@@ -127,7 +127,6 @@ class RandomTrees(Forest):
     sweep_by_map: ClassVar[bool] = True
 
     name: ClassVar[str] = "random_trees"
-    cpu_compile: ClassVar[str] = "quick"        # its run is as fast (1e6 x 20 rows)
 
 
 @register(params=(DenseTree,), estimator="DPRandomForestLaplaceClassifier")
