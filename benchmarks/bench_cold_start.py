@@ -70,29 +70,36 @@ def child(method: str, dataset: str, data_dir: str | None) -> dict[str, Any]:
     return out
 
 
-def run_child(method: str, dataset: str, data_dir: str | None, timeout: float,
-              quick: str, sources: str | None = None) -> dict[str, Any]:
-    """One cold start in a fresh interpreter whose compilation cache is a new empty directory
-    (:func:`benchmarks.suite_common.cache_env`: a cache configured for JAX itself is dropped),
-    of this checkout's dpjax or of the one at ``sources`` (another checkout's root)."""
+def fresh_child(module: str, args: list[str], timeout: float, env: dict[str, str],
+                sources: str | None = None) -> dict[str, Any]:
+    """``python -m module --child *args`` in a fresh interpreter whose compilation cache is a
+    new empty directory (:func:`benchmarks.suite_common.cache_env`: a cache configured for JAX
+    itself is dropped), with ``env`` added, of this checkout's dpjax or of the one at
+    ``sources`` (another checkout's root): the child's last JSON line, or ``{"error": ...}``."""
     from benchmarks.suite_common import cache_env
     with tempfile.TemporaryDirectory(prefix="dpjax-cold-") as cache:
-        child_env = {**os.environ, **cache_env(cache), "DPJAX_QUICK_COMPILE": quick}
+        child_env = {**os.environ, **cache_env(cache), **env}
         if sources is not None:
             child_env["PYTHONPATH"] = os.path.abspath(sources)
-        env = {k: v for k, v in child_env.items() if v is not None}
-        command = [sys.executable, "-m", "benchmarks.bench_cold_start", "--child", method,
-                   "--dataset", dataset] + (["--data-dir", data_dir] if data_dir else [])
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                  check=False, env=env, cwd=sources)
+            done = subprocess.run([sys.executable, "-m", module, "--child", *args],
+                                  capture_output=True, text=True, timeout=timeout, check=False,
+                                  env={k: v for k, v in child_env.items() if v is not None},
+                                  cwd=sources)
         except subprocess.TimeoutExpired:
-            return {"method": method, "error": f"timed out after {timeout:.0f} s"}
+            return {"error": f"timed out after {timeout:.0f} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
-        return {"method": method,
-                "error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(lines[-1])
+
+
+def run_child(method: str, dataset: str, data_dir: str | None, timeout: float,
+              quick: str, sources: str | None = None) -> dict[str, Any]:
+    """One cold start of ``method`` (:func:`fresh_child`), with ``DPJAX_QUICK_COMPILE=quick``."""
+    args = [method, "--dataset", dataset] + (["--data-dir", data_dir] if data_dir else [])
+    return {"method": method, **fresh_child("benchmarks.bench_cold_start", args, timeout,
+                                            {"DPJAX_QUICK_COMPILE": quick}, sources)}
 
 
 def medians(records: list[dict[str, Any]]) -> Any:

@@ -23,10 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any
 
@@ -70,24 +66,6 @@ def large(method: str, choice: str, warm: int) -> dict[str, Any]:
             "accuracy": float(np.mean(np.asarray(model.predict(X[held])) == y[held]))}
 
 
-def run_child(args: list[str], timeout: float) -> dict[str, Any]:
-    """One measurement in a fresh interpreter with a new empty compilation cache."""
-    from benchmarks.suite_common import cache_env
-    with tempfile.TemporaryDirectory(prefix="dpjax-options-") as cache:
-        env = {k: v for k, v in {**os.environ, **cache_env(cache),
-                                 "DPJAX_QUICK_COMPILE": "auto"}.items() if v is not None}
-        try:
-            done = subprocess.run([sys.executable, "-m", "benchmarks.bench_compile_options",
-                                   "--child", *args], capture_output=True, text=True,
-                                  timeout=timeout, check=False, env=env)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {timeout:.0f} s"}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(lines[-1])
-
-
 def markdown(records: list[dict[str, Any]], warm: int) -> str:
     from benchmarks import harness
     headers = ["learner", "option set", "banknote first fit s", "banknote XLA compile s",
@@ -129,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import dpjax
     from benchmarks import harness
+    from benchmarks.bench_cold_start import fresh_child
     from dpjax.learners import get_learner
     from experiments.harness import save_results
     learners = args.learners.split(",") if args.learners else sorted(dpjax.LEARNERS)
@@ -138,7 +117,9 @@ def main(argv: list[str] | None = None) -> None:
         for choice in args.sets.split(","):
             record = {"method": method, "set": choice, "chosen": choice == chosen}
             for kind in ("cold", "large"):
-                out = run_child([kind, method, choice, "--warm", str(args.warm)], args.timeout)
+                out = fresh_child("benchmarks.bench_compile_options",
+                                  [kind, method, choice, "--warm", str(args.warm)], args.timeout,
+                                  {"DPJAX_QUICK_COMPILE": "auto"})
                 record.update(out)
                 if "error" in out:
                     break
