@@ -124,7 +124,6 @@ class RuleListLearner(Learner):
             raise ValueError("selection='count_gini' is dpjax's own: it has no paper "
                              "calibration")
 
-
     def row_limit(self, private: bool, n_features: int, regression: bool = False
                   ) -> int | None:
         """:data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`: the scores go wide past
