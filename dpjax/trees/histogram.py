@@ -47,10 +47,12 @@ def pack_codes(codes: jax.Array, n_codes: int, group: int) -> jax.Array:
     with code 0): ``Σ_k codes[:, j·group + k]·n_codes^k``."""
     m, n = codes.shape
     n_groups = -(-n // group)
-    padded = jnp.pad(codes, ((0, 0), (0, n_groups * group - n))).astype(jnp.int32)
+    # feature-major from the start: the joint codes come out [G, m] in the layout the
+    # per-group scatters read, with no transposing copy of them inside a fit's loops
+    padded = jnp.pad(codes.T, ((0, n_groups * group - n), (0, 0))).astype(jnp.int32)
     radix = jnp.asarray([n_codes**k for k in range(group)], jnp.int32)
-    joint = jnp.sum(padded.reshape(m, n_groups, group) * radix, axis=-1)
-    return joint.astype(jnp.uint16 if n_codes**group <= 2**16 else jnp.int32).T
+    joint = jnp.sum(padded.reshape(n_groups, group, m) * radix[:, None], axis=1)
+    return joint.astype(jnp.uint16 if n_codes**group <= 2**16 else jnp.int32)
 
 
 def packed_histogram(packed: jax.Array, node: jax.Array, stats: jax.Array, n_nodes: int,
