@@ -184,7 +184,7 @@ def fit(
     arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
                                              (prepared.weights,))
     codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=rows)
-    args = (key, codes, labels, jnp.float32(fit_epsilon or 1.0),
+    args = (key, codes, labels, jax.device_put(np.float32(fit_epsilon or 1.0)),
             prepared.traced_values(), prepared.size_value(), None, *weights)
     options = compiler_options(prepared.public_work(epsilon is not None), args,
                                prepared.config.cpu_compile)

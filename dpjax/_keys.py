@@ -20,12 +20,12 @@ def as_key(key: int | jax.Array | None) -> jax.Array:
     when 64-bit mode is off, so two seeds could silently give the same key).
     """
     if key is None or (isinstance(key, (int, np.integer)) and not isinstance(key, bool)):
-        return jax.random.wrap_key_data(jnp.asarray(seed_words(key)))
+        return jax.random.wrap_key_data(jax.device_put(seed_words(key)))
     if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return key
     array = np.asarray(key)
     if array.dtype == np.uint32 and array.shape == (2,):
-        return jax.random.wrap_key_data(jnp.asarray(array))
+        return jax.random.wrap_key_data(jax.device_put(array))
     raise ValueError(f"key must be an int seed, a jax.random key or None, got {key!r}")
 
 
@@ -44,7 +44,7 @@ def seed_words(seed: int | np.integer | None) -> np.ndarray:
 def seed_keys(seeds: Sequence[int | None]) -> jax.Array:
     """The keys ``[len(seeds)]`` of :func:`as_key` for every seed, built on the host and
     wrapped in one call (stacking one key per seed would compile a program per seed count)."""
-    return jax.random.wrap_key_data(jnp.asarray(np.stack([seed_words(s) for s in seeds])))
+    return jax.random.wrap_key_data(jax.device_put(np.stack([seed_words(s) for s in seeds])))
 
 
 def grid_keys(key: jax.Array, n_points: int) -> tuple[jax.Array, jax.Array]:

@@ -186,13 +186,13 @@ class Prepared:
 
     def size_value(self) -> jax.Array:
         """The public size as a traced float32 argument (0 when there is none)."""
-        return jnp.float32(self.size or 0.0)
+        return jax.device_put(np.float32(self.size or 0.0))
 
     def traced_values(self, config: Learner | None = None) -> dict[str, jax.Array]:
         """The traced hyper-parameters of ``config`` (default: the prepared one) as float32
         arrays (``alpha="oc"`` becomes its numeric code)."""
         config = config or self.config
-        return {n: jnp.asarray(config.encode_traced(n), jnp.float32)
+        return {n: jax.device_put(np.asarray(config.encode_traced(n), np.float32))
                 for n in config.traced_names()}
 
 
@@ -228,7 +228,7 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Arr
                       "weight above 1 would raise the sensitivity of the learner's counts)",
                       stacklevel=4)
         weights = np.clip(weights, 0.0, 1.0)
-    return jnp.asarray(weights, jnp.float32)
+    return jax.device_put(weights.astype(np.float32))
 
 
 def prepare(
@@ -293,7 +293,7 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
-    return Prepared(config, spec, classes, jnp.asarray(codes), jnp.asarray(y_index), ledger,
+    return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size), weights, target,
                     rows)
