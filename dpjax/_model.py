@@ -24,7 +24,6 @@ from dpjax._keys import as_key
 from dpjax.data import FeatureSpec, encode, encode_labels
 from dpjax.learners import Learner, registrations
 from dpjax.privacy import Cost, LedgerEntry, PrivacyLedger
-from dpjax.trees.describe import normalised
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +136,7 @@ class Model(_Configured):
         """Importance of each feature ``[n_features]`` (summing to 1), read off the released
         parameters alone: post-processing, no data, no budget
         (:func:`dpjax.trees.describe.tree_importances`)."""
+        from dpjax.trees.describe import normalised  # the tree modules load with a tree learner
         return normalised(self.config.importances(self.params, self.spec))
 
     def decision_function(self, X: Any) -> np.ndarray:

@@ -24,6 +24,7 @@ hashable config whose methods are pure functions, registered under its ``method=
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -295,7 +296,7 @@ class Registration:
 
 REGISTRY: dict[str, Registration] = {}
 """Every registered learner by ``method=`` name (:func:`register`); the runtime reads it through
-:mod:`dpjax.learners`, which first imports the built-in families."""
+:mod:`dpjax.learners`, which imports each built-in family on first use."""
 
 
 def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT], LearnerT]:
@@ -328,6 +329,11 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
         if cls.cpu_compile not in CPU_CHOICES:
             raise ValueError(f"{cls.__name__}.cpu_compile must be one of {CPU_CHOICES}, got "
                              f"{cls.cpu_compile!r}")
+        families = importlib.import_module("dpjax.learners").FAMILIES
+        if not any(cls.__module__.startswith(family + ".") for family in families):
+            # a learner from outside: the built-in families (imported on first use) first, so
+            # that a name or estimator it takes from them is refused now
+            importlib.import_module("dpjax.learners").load_all()
         known = REGISTRY.get(name)
         if known is not None and known.config is not cls:
             raise ValueError(f"method name {name!r} is already registered to "

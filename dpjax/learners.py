@@ -4,11 +4,16 @@ families loaded.
     from dpjax.learners import Boosted
     model = dpjax.fit(X, y, method=Boosted(shape="random", depth=3), epsilon=1.0, bounds=...)
 
-The built-in families are imported here, once, which registers them (each config class carries
-its :func:`~dpjax.learner.register` line); a new in-tree family is one folder and one line
-below. A family outside dpjax registers itself when its module is imported. The runtime (fits,
-sweeps, model files, plots, the scikit-learn estimators) reads :data:`REGISTRY` and nothing
-else.
+The built-in families are listed here, once (:data:`FAMILIES`), and each is imported the first
+time one of its names is asked for, which registers it (each config class carries its
+:func:`~dpjax.learner.register` line): a first ``dpjax.fit(method="rule_list")`` imports the
+rule lists only, not the tree families (a fresh process's first fit pays for its own
+learner's modules alone). Anything that reads every learner (iterating :data:`LEARNERS`,
+:func:`registrations`, a class attribute of this module, a model file, the scikit-learn
+estimators) imports them all. A new in-tree family is one folder and one line in
+:data:`FAMILIES`. A family outside dpjax registers itself when its module is imported (the
+built-in families are imported first, so a name it takes from them is refused at once). The
+runtime reads the registry through this module and nothing else.
 
 Every registered config class is an attribute of this module under its class name
 (``dpjax.learners.Boosted``, ``dpjax.learners.RandomTrees``, ...); :data:`LEARNERS` maps
@@ -17,25 +22,57 @@ Every registered config class is an attribute of this module under its class nam
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dpjax import rules  # noqa: F401  (registers rule_list)
-from dpjax.ensembles import malpha, newton, random_trees, smooth_boost  # noqa: F401 (register)
 from dpjax.learner import REGISTRY, FitContext, Learner, Registration, register, unregister
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "dpjax.rules": ("rule_list",),
+    "dpjax.ensembles.malpha": ("malpha",),
+    "dpjax.ensembles.newton": ("boosted",),
+    "dpjax.ensembles.random_trees": ("random_trees", "rf_laplace", "rf_exponential"),
+    "dpjax.ensembles.smooth_boost": ("smooth_boost",),
+}
+"""The built-in families: the module whose import registers them, and their ``method=`` names,
+in the order every listing of the learners takes."""
+_FAMILY_OF = {name: module for module, names in FAMILIES.items() for name in names}
+_ORDER = {name: i for i, name in enumerate(_FAMILY_OF)}
+
+
+def _load(name: object) -> None:
+    """Import the built-in family of the ``method=`` name ``name`` (if it is one)."""
+    module = _FAMILY_OF.get(name) if isinstance(name, str) else None
+    if module is not None and name not in REGISTRY:
+        importlib.import_module(module)
+
+
+def load_all() -> None:
+    """Import every built-in family (each registers its learners)."""
+    for module in FAMILIES:
+        importlib.import_module(module)
+
+
+def _names() -> list[str]:
+    """Every registered name: the built-in ones in :data:`FAMILIES` order, then the others in
+    registration order."""
+    load_all()
+    return sorted(REGISTRY, key=lambda name: _ORDER.get(name, len(_ORDER)))
 
 
 class _Configs(Mapping[str, type[Learner]]):
     """A live read-only view of the registry: ``method=`` name -> config class."""
 
     def __getitem__(self, name: str) -> type[Learner]:
+        _load(name)
         return REGISTRY[name].config
 
     def __iter__(self) -> Iterator[str]:
-        return iter(REGISTRY)
+        return iter(_names())
 
     def __len__(self) -> int:
-        return len(REGISTRY)
+        return len(_names())
 
     def __repr__(self) -> str:
         return repr(dict(self))
@@ -46,8 +83,9 @@ LEARNERS: Mapping[str, type[Learner]] = _Configs()
 
 
 def registrations() -> tuple[Registration, ...]:
-    """Every registered learner, in registration order."""
-    return tuple(REGISTRY.values())
+    """Every registered learner: the built-in ones in :data:`FAMILIES` order, then the others
+    in registration order."""
+    return tuple(REGISTRY[name] for name in _names())
 
 
 def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> Learner:
@@ -57,29 +95,33 @@ def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> 
         known = REGISTRY.get(getattr(type(method), "name", None))
         if known is None or known.config is not type(method):
             raise ValueError(f"{type(method).__name__} is not a registered learner; available: "
-                             f"{sorted(REGISTRY)}")
+                             f"{sorted(_names())}")
         return method.replace(**params) if params else method
+    _load(method)
     if not isinstance(method, str) or method not in REGISTRY:
-        raise ValueError(f"unknown method {method!r}; available: {sorted(REGISTRY)}")
+        raise ValueError(f"unknown method {method!r}; available: {sorted(_names())}")
     return REGISTRY[method].config().replace(**params)
 
 
 def registration(method: str | Learner) -> Registration:
     """The :class:`~dpjax.learner.Registration` of a ``method=`` name or a config."""
     name = method.name if isinstance(method, Learner) else method
+    _load(name)
     return REGISTRY[name]
 
 
 def __getattr__(name: str) -> type[Learner]:
-    for entry in REGISTRY.values():
+    if name.startswith("__"):      # the import system's probes (``__path__``) load nothing
+        raise AttributeError(f"module 'dpjax.learners' has no attribute {name!r}")
+    for entry in registrations():
         if entry.config.__name__ == name:
             return entry.config
     raise AttributeError(f"module 'dpjax.learners' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *(entry.config.__name__ for entry in REGISTRY.values())])
+    return sorted([*globals(), *(entry.config.__name__ for entry in registrations())])
 
 
-__all__ = ["LEARNERS", "FitContext", "Learner", "Registration", "get_learner", "register",
-           "registration", "registrations", "unregister"]
+__all__ = ["FAMILIES", "LEARNERS", "FitContext", "Learner", "Registration", "get_learner",
+           "load_all", "register", "registration", "registrations", "unregister"]

@@ -9,5 +9,5 @@ under its ``method=`` name), its pure ``fit(config, ...)``, its params pytree an
 * :mod:`~dpjax.ensembles.smooth_boost`: private smooth boosting (``"smooth_boost"``).
 
 Rule lists take the same shape in :mod:`dpjax.rules`. Importing this package imports no family
-(import the one you use; :mod:`dpjax.learners` imports them all).
+(import the one you use; :mod:`dpjax.learners` imports each on first use).
 """

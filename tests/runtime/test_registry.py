@@ -6,14 +6,20 @@ estimators' parameters are their configs' fields."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import dpjax
 from dpjax.learner import unregister
-from dpjax.learners import registrations
+from dpjax.learners import FAMILIES, registrations
 from dpjax.sklearn import DATA_PARAMETERS, estimator_class
 
 RNG = np.random.default_rng(0)
@@ -90,3 +96,42 @@ def test_estimator_parameters_are_the_config_fields(entry):
     assert hasattr(cls, "decision_function") == (entry.decision is not None)
     assert ("sample_weight" in inspect.signature(cls.fit).parameters) == (
         entry.config.takes_weights)
+
+
+def test_each_family_registers_the_names_it_is_listed_with():
+    for module, names in FAMILIES.items():
+        importlib.import_module(module)
+        assert {entry.name for entry in registrations()
+                if entry.config.__module__.startswith(module + ".")} == set(names), module
+
+
+LAZY = textwrap.dedent("""
+    import json, sys, warnings
+    import numpy as np
+    import dpjax
+    warnings.simplefilter("ignore")
+    X = np.random.default_rng(0).normal(size=(300, 3)); y = (X[:, 0] > 0).astype(int)
+    loaded = {}
+    for method in ("rule_list", "boosted"):
+        dpjax.fit(X, y, method=method, epsilon=1.0, key=0, bounds=([-4] * 3, [4] * 3))
+        loaded[method] = sorted(m for m in sys.modules if m.startswith("dpjax.ensembles.")
+                                and m.count(".") == 2 or m in ("dpjax.trees", "chex"))
+    print(json.dumps({"loaded": loaded, "listed": list(dpjax.LEARNERS)}))
+    import tests.toy     # a learner from outside dpjax: every built-in family is loaded first
+    print(json.dumps(sorted(m for m in sys.modules if m in FAMILIES)))
+""")
+
+
+def test_a_first_fit_imports_its_own_family_alone():
+    """A fresh process's first fit imports its learner's family only (a rule list loads no
+    tree module and not chex); the listing keeps the built-in order whatever loaded first;
+    an outside registration loads every built-in family first."""
+    code = LAZY.replace("m in FAMILIES", f"m in {sorted(FAMILIES)!r}")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, families = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
+    assert first["loaded"] == {"rule_list": [],
+                               "boosted": ["chex", "dpjax.ensembles.newton", "dpjax.trees"]}
+    assert first["listed"] == [name for names in FAMILIES.values() for name in names]
+    assert families == sorted(FAMILIES)
