@@ -25,7 +25,9 @@ def as_key(key: int | jax.Array | None) -> jax.Array:
         return key
     array = np.asarray(key)
     if array.dtype == np.uint32 and array.shape == (2,):
-        return jax.random.wrap_key_data(jax.device_put(array))
+        # a copy: on CPU device_put may share the caller's memory, whose later writes would
+        # change the key
+        return jax.random.wrap_key_data(jax.device_put(array.copy()))
     raise ValueError(f"key must be an int seed, a jax.random key or None, got {key!r}")
 
 

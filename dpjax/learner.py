@@ -349,6 +349,7 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
 
 def unregister(name: str) -> None:
     """Remove the learner registered as ``name`` (a plugin that is unloaded, a test's toy)."""
+    importlib.import_module("dpjax.learners").load_family(name)     # a built-in not loaded yet
     if REGISTRY.pop(name, None) is None:
         raise ValueError(f"no learner is registered as {name!r}")
 

@@ -41,7 +41,7 @@ _FAMILY_OF = {name: module for module, names in FAMILIES.items() for name in nam
 _ORDER = {name: i for i, name in enumerate(_FAMILY_OF)}
 
 
-def _load(name: object) -> None:
+def load_family(name: object) -> None:
     """Import the built-in family of the ``method=`` name ``name`` (if it is one)."""
     module = _FAMILY_OF.get(name) if isinstance(name, str) else None
     if module is not None and name not in REGISTRY:
@@ -65,7 +65,7 @@ class _Configs(Mapping[str, type[Learner]]):
     """A live read-only view of the registry: ``method=`` name -> config class."""
 
     def __getitem__(self, name: str) -> type[Learner]:
-        _load(name)
+        load_family(name)
         return REGISTRY[name].config
 
     def __iter__(self) -> Iterator[str]:
@@ -97,7 +97,7 @@ def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> 
             raise ValueError(f"{type(method).__name__} is not a registered learner; available: "
                              f"{sorted(_names())}")
         return method.replace(**params) if params else method
-    _load(method)
+    load_family(method)
     if not isinstance(method, str) or method not in REGISTRY:
         raise ValueError(f"unknown method {method!r}; available: {sorted(_names())}")
     return REGISTRY[method].config().replace(**params)
@@ -106,7 +106,7 @@ def get_learner(method: str | Learner, params: dict[str, Any] | None = None) -> 
 def registration(method: str | Learner) -> Registration:
     """The :class:`~dpjax.learner.Registration` of a ``method=`` name or a config."""
     name = method.name if isinstance(method, Learner) else method
-    _load(name)
+    load_family(name)
     return REGISTRY[name]
 
 
@@ -124,4 +124,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["FAMILIES", "LEARNERS", "FitContext", "Learner", "Registration", "get_learner",
-           "load_all", "register", "registration", "registrations", "unregister"]
+           "load_all", "load_family", "register", "registration", "registrations", "unregister"]

@@ -135,6 +135,18 @@ def test_leak3_int_seeds_keep_64_bits():
         dpjax.as_key(2**64)
 
 
+def test_a_raw_key_is_copied_not_shared():
+    """A ``uint32[2]`` key's later writes do not reach the key: on CPU ``device_put`` shares
+    numpy memory that is 64-byte aligned, so the raw key is placed at such an address."""
+    buffer = np.zeros(64, np.uint32)
+    start = (-buffer.ctypes.data % 64) // 4
+    raw = buffer[start:start + 2]
+    raw[:] = [0, 1]
+    key = dpjax.as_key(raw)
+    raw[1] = 2
+    np.testing.assert_array_equal(jax.random.key_data(key), [0, 1])
+
+
 # --- leak 4: exceptions and messages that depend on a record ---------------------------------
 
 

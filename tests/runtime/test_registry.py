@@ -116,22 +116,37 @@ LAZY = textwrap.dedent("""
         dpjax.fit(X, y, method=method, epsilon=1.0, key=0, bounds=([-4] * 3, [4] * 3))
         loaded[method] = sorted(m for m in sys.modules if m.startswith("dpjax.ensembles.")
                                 and m.count(".") == 2 or m in ("dpjax.trees", "chex"))
-    print(json.dumps({"loaded": loaded, "listed": list(dpjax.LEARNERS)}))
     import tests.toy     # a learner from outside dpjax: every built-in family is loaded first
-    print(json.dumps(sorted(m for m in sys.modules if m in FAMILIES)))
+    families = sorted(m for m in sys.modules if m in FAMILIES)
+    print(json.dumps({"loaded": loaded, "families": families, "listed": list(dpjax.LEARNERS)}))
 """)
 
 
 def test_a_first_fit_imports_its_own_family_alone():
     """A fresh process's first fit imports its learner's family only (a rule list loads no
-    tree module and not chex); the listing keeps the built-in order whatever loaded first;
-    an outside registration loads every built-in family first."""
+    tree module and not chex); a registration from outside dpjax loads every built-in family
+    first; the listing keeps the built-in order whatever loaded first, then the others."""
     code = LAZY.replace("m in FAMILIES", f"m in {sorted(FAMILIES)!r}")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
-    first, families = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
-    assert first["loaded"] == {"rule_list": [],
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["loaded"] == {"rule_list": [],
                                "boosted": ["chex", "dpjax.ensembles.newton", "dpjax.trees"]}
-    assert first["listed"] == [name for names in FAMILIES.values() for name in names]
-    assert families == sorted(FAMILIES)
+    assert found["families"] == sorted(FAMILIES)
+    assert found["listed"] == [name for names in FAMILIES.values() for name in names] + [
+        "toy_tree"]
+
+
+UNREGISTER = textwrap.dedent("""
+    import dpjax.learners as learners
+    learners.unregister("smooth_boost")          # its family not imported yet
+    assert "smooth_boost" not in learners.LEARNERS
+    print("ok")
+""")
+
+
+def test_a_built_in_not_yet_imported_can_be_unregistered():
+    done = subprocess.run([sys.executable, "-c", UNREGISTER], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
