@@ -329,11 +329,11 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
         if cls.cpu_compile not in CPU_CHOICES:
             raise ValueError(f"{cls.__name__}.cpu_compile must be one of {CPU_CHOICES}, got "
                              f"{cls.cpu_compile!r}")
-        families = importlib.import_module("dpjax.learners").FAMILIES
-        if not any(cls.__module__.startswith(family + ".") for family in families):
+        learners = importlib.import_module("dpjax.learners")
+        if not any(cls.__module__.startswith(family + ".") for family in learners.FAMILIES):
             # a learner from outside: the built-in families (imported on first use) first, so
             # that a name or estimator it takes from them is refused now
-            importlib.import_module("dpjax.learners").load_all()
+            learners.load_all()
         known = REGISTRY.get(name)
         if known is not None and known.config is not cls:
             raise ValueError(f"method name {name!r} is already registered to "
