@@ -1,5 +1,5 @@
-"""Every learner of :func:`dpjax.fit`, by ``method=`` name: the registry with the built-in
-families loaded.
+"""Every learner of :func:`dpjax.fit`, by ``method=`` name: the registry, each built-in family
+imported on first use.
 
     from dpjax.learners import Boosted
     model = dpjax.fit(X, y, method=Boosted(shape="random", depth=3), epsilon=1.0, bounds=...)
