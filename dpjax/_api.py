@@ -176,7 +176,7 @@ def fit(
                            on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                            params=params, public_size=public_size, delta=delta,
                            sample_weight=sample_weight, task=task, y_bounds=y_bounds,
-                           rows=rows)
+                           rows=rows, pad=chosen_devices is None)
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))
@@ -271,7 +271,7 @@ def sweep(
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                        params=params, public_size=public_size, delta=delta,
                        batch=batch,      # a mapped grid still holds every model's params
-                       task=task, y_bounds=y_bounds)
+                       task=task, y_bounds=y_bounds, pad=True)
     fn, cache_key = prepared.fit_fn(private=private)
 
     # Seeds by lax.map, grid points by vmap inside (fit_grid; by lax.map for learners that

@@ -179,9 +179,10 @@ class Prepared:
     def public_work(self, private: bool) -> float | None:
         """The bytes of codes a fit reads, from public facts only: the rows times the
         features, the rows being the public size of a private fit (declared, or the row
-        count under replace-one) or the row count of a non-private one; ``None`` when the
+        count under replace-one) or the row count of a non-private one (padded: its bucket's,
+        so that one bucket compiles with one option set); ``None`` when the
         row count is private (add/remove, no size declared)."""
-        rows = self.size if private else (self.rows or self.codes.shape[0])
+        rows = self.size if private else max(self.rows or 0, self.codes.shape[0])
         return None if rows is None else float(rows) * self.codes.shape[1]
 
     def size_value(self) -> jax.Array:
@@ -196,6 +197,39 @@ class Prepared:
                 for n in config.traced_names()}
 
 
+BUCKET_MAX_ROWS = 2**20
+"""The most rows :func:`row_bucket` pads: past it a fit's run outweighs its compile, and the
+padding would cost more than the program it saves."""
+BUCKET_MIN_ROWS = 2**10
+BUCKET_STEPS = 8
+"""Buckets per power of two (:func:`row_bucket`): padding adds at most ``1/8`` of the rows."""
+
+
+def row_bucket(rows: int) -> int:
+    """The padded row count of a fit on ``rows`` rows (at most :data:`BUCKET_MAX_ROWS`): the
+    least multiple of ``2**(e−3)`` at least ``rows``, where ``2**e <= rows < 2**(e+1)``
+    (:data:`BUCKET_STEPS` buckets per power of two), and at least :data:`BUCKET_MIN_ROWS`. Row
+    counts in one bucket share one compiled program; the shape tells the bucket, not the
+    count."""
+    if rows <= BUCKET_MIN_ROWS:
+        return BUCKET_MIN_ROWS
+    step = 2 ** (rows.bit_length() - 1) // BUCKET_STEPS
+    return -(-rows // step) * step
+
+
+def pad_rows(codes: np.ndarray, y: np.ndarray, weights: np.ndarray | None, n_classes: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``codes``, ``y`` and ``weights`` padded to :func:`row_bucket` rows: codes 0, the label
+    ``n_classes`` (no class: a learner with :attr:`~dpjax.learner.Learner.pads_rows` counts
+    such a row nowhere) and weight 0."""
+    extra = row_bucket(len(y)) - len(y)
+    codes = np.concatenate([codes, np.zeros((extra, codes.shape[1]), codes.dtype)])
+    y = np.concatenate([y, np.full(extra, n_classes, y.dtype)])
+    if weights is not None:
+        weights = np.concatenate([weights, np.zeros(extra, weights.dtype)])
+    return codes, y, weights
+
+
 def _check_public_size(public_size: Any) -> int | None:
     if public_size is None:
         return None
@@ -205,7 +239,7 @@ def _check_public_size(public_size: Any) -> int | None:
     return int(public_size)
 
 
-def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Array | None:
+def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> np.ndarray | None:
     """``sample_weight`` as float32 ``[m]`` in ``[0, 1]`` (``None`` stays ``None``); errors
     name the argument and print no weight."""
     if sample_weight is None:
@@ -228,7 +262,7 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> jax.Arr
                       "weight above 1 would raise the sensitivity of the learner's counts)",
                       stacklevel=4)
         weights = np.clip(weights, 0.0, 1.0)
-    return jax.device_put(weights.astype(np.float32))
+    return weights.astype(np.float32)
 
 
 def prepare(
@@ -236,11 +270,14 @@ def prepare(
     classes: Any, n_bins: int | None, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
     sample_weight: Any = None, task: str = "classification", y_bounds: Any = None,
-    rows: int | None = None,
+    rows: int | None = None, pad: bool = False,
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
     feature spec and the codes, and start the ledger. ``rows``: the fit's row count where it
-    is not ``X``'s (a multi-process fit: every process's rows)."""
+    is not ``X``'s (a multi-process fit: every process's rows). ``pad``: pad the rows to their
+    bucket (:func:`pad_rows`) where the learner ignores padding rows
+    (:attr:`~dpjax.learner.Learner.pads_rows`; classification, at most
+    :data:`BUCKET_MAX_ROWS` rows), so that row counts of one bucket share a program."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
     public_size = _check_public_size(public_size)
@@ -293,10 +330,12 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
+    if pad and config.pads_rows and not regression and rows <= BUCKET_MAX_ROWS:
+        codes, y_index, weights = pad_rows(codes, y_index, weights, len(classes))
     return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],
-                    None if public_size is None else float(public_size), weights, target,
-                    rows)
+                    None if public_size is None else float(public_size),
+                    None if weights is None else jax.device_put(weights), target, rows)
 
 
 TASKS = ("classification", "regression")

@@ -115,6 +115,12 @@ class Learner:
     set, ``y`` is float32 and ``decision`` is the prediction in the target's units)."""
     default_bins: ClassVar[int] = 10
     """Equal-width bins per numeric feature when :func:`dpjax.fit`'s ``n_bins`` is not given."""
+    pads_rows: ClassVar[bool] = False
+    """The learner's classification fits ignore padding rows, rows labelled ``n_classes``
+    (their statistics count no such row, and nothing reads the row count off the shape), so
+    :func:`dpjax.fit` and :func:`dpjax.sweep` may pad the rows up to a bucket
+    (:func:`dpjax._preparation.row_bucket`) and reuse one compiled program for every row count
+    in it. The padded fit equals the unpadded one bit for bit (``tests/runtime``)."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

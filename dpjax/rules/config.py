@@ -95,6 +95,12 @@ class RuleListLearner(Learner):
     pair_search: str = hyper("auto", choice(*PAIR_SEARCHES))
 
     @property
+    def pads_rows(self) -> bool:        # type: ignore[override]
+        """Padding rows start outside the remaining data (:func:`~dpjax.rules.greedy.fit`),
+        except under ``calibration="paper"``, whose ``Λ = ⌊λ·m⌋`` reads the row count."""
+        return self.calibration != "paper"
+
+    @property
     def scheduled(self) -> bool:
         """Whether a private fit releases the class counts and runs the public rule schedule
         (:func:`~dpjax.rules.greedy.affordable_rules`): ``calibration="provable"``, a pure

@@ -408,7 +408,8 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
         return (_Node(remaining, selected, stopped, lam),
                 (jnp.stack([first, second]), take, check_cost, select_cost))
 
-    start = _Node(jnp.ones(codes.shape[0], bool), jnp.zeros(n_candidates, bool),
+    # every record remains at the start; a padding row (label 2) never does
+    start = _Node(labels < 2, jnp.zeros(n_candidates, bool),
                   jnp.bool_(False), jnp.float32(-1.0))
     _, (pairs, active, check_costs, select_costs) = jax.lax.scan(
         step, start, (jax.random.split(k_nodes, max_rules), jnp.arange(max_rules)))

@@ -303,14 +303,17 @@ def gradient_stats(score: jax.Array, y: jax.Array, private: bool) -> jax.Array:
     """Per-record ``(g, h) = (p − y, p(1 − p))`` of the logistic loss at ``score [m]``,
     ``[m, 2]``, or of the softmax loss at ``score [m, K]`` (``K > 2`` classes), ``[m, K, 2]``
     with ``p = softmax(score)`` and ``y`` one-hot (the diagonal of the Hessian): int32
-    ``floor(·2**GRAD_BITS)`` under DP (exact sums), float32 otherwise."""
+    ``floor(·2**GRAD_BITS)`` under DP (exact sums), float32 otherwise; zero for a padding row
+    (label ``K``, :attr:`~dpjax.learner.Learner.pads_rows`)."""
     if score.ndim == 1:
         p = jax.nn.sigmoid(score)
         target = y.astype(jnp.float32)
+        record = y < 2
     else:
         p = jax.nn.softmax(score, axis=-1)
         target = jax.nn.one_hot(y, score.shape[-1], dtype=jnp.float32)
-    stats = jnp.stack([p - target, p * (1.0 - p)], axis=-1)
+        record = (y < score.shape[-1])[:, None]
+    stats = jnp.where(record[..., None], jnp.stack([p - target, p * (1.0 - p)], axis=-1), 0.0)
     if private:
         return fixed_point.to_units(stats)
     return stats
@@ -939,8 +942,7 @@ def fit(config: Boosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                                          select, depth if has_oblivious else 0, bound)
         gradient = None
         if has_oblivious:           # the level draws' utilities (two classes)
-            gradient = stats[:, 0] if private else fixed_point.to_units(
-                jax.nn.sigmoid(score) - y.astype(jnp.float32))
+            gradient = stats[:, 0] if private else fixed_point.to_units(stats[:, 0])
         cell, split = round_cells(gradient, r, f)
         sums = (fixed_point.exact_segment_sum(stats, cell, n_cells) if private
                 else jax.ops.segment_sum(stats, cell, n_cells))

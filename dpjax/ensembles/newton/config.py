@@ -83,6 +83,7 @@ class Boosted(Learner):
     default_bins: ClassVar[int] = 32     # merged where the data is small (cell_signal)
     sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     regression: ClassVar[bool] = True       # task="regression": the clipped squared loss
+    pads_rows: ClassVar[bool] = True        # gradient_stats zeroes a padding row's (g, h)
     shape: str = hyper("auto", choice(*SHAPES))
     n_trees: int = hyper(20, positive_int(1024))
     oblivious_trees: int = hyper(8, positive_int(1024))

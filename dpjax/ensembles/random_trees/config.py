@@ -70,6 +70,7 @@ class Forest(Learner):
     depth_signal: float = traced(0.0, non_negative_float)
     threshold_range: str = hyper("global", choice(*THRESHOLD_RANGES))
     takes_weights: ClassVar[bool] = True
+    pads_rows: ClassVar[bool] = True        # a padding row's one-hot label counts nowhere
 
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[DenseTree, Any]:

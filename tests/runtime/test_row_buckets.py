@@ -1,0 +1,176 @@
+"""Row buckets (issue 30, item 6): ``dpjax.fit`` and ``dpjax.sweep`` pad the rows of a learner
+that ignores padding rows (``Learner.pads_rows``) up to their bucket, so that row counts of one
+bucket share one compiled program; the padded fit is the unpadded one bit for bit."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import dpjax
+from dpjax import _preparation
+from dpjax._preparation import (
+    BUCKET_MAX_ROWS,
+    BUCKET_MIN_ROWS,
+    BUCKET_STEPS,
+    pad_rows,
+    prepare,
+    row_bucket,
+)
+from dpjax.learners import LEARNERS, load_all
+
+ROWS = 1100          # bucket 1152: 52 padding rows
+
+
+def data(rows: int = ROWS, n_classes: int = 2, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (rows, 4))
+    score = X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=rows)
+    return X, np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+
+
+def equal_trees(a, b) -> bool:
+    same = jax.tree.map(lambda u, v: bool(np.array_equal(np.asarray(u), np.asarray(v))), a, b)
+    return all(jax.tree.leaves(same))
+
+
+def padded_and_unpadded(monkeypatch, call):
+    """``call()`` with the rows padded to their bucket (the default) and without padding."""
+    padded = call()
+    with monkeypatch.context() as patch:
+        patch.setattr(_preparation, "BUCKET_MAX_ROWS", 0)
+        unpadded = call()
+    return padded, unpadded
+
+
+def test_row_bucket():
+    assert row_bucket(1) == row_bucket(BUCKET_MIN_ROWS) == BUCKET_MIN_ROWS
+    rows = np.arange(1, 3 * 2**14)
+    buckets = np.array([row_bucket(int(r)) for r in rows])
+    assert (buckets >= rows).all() and (np.diff(buckets) >= 0).all()
+    large = rows > BUCKET_MIN_ROWS
+    assert (buckets[large] <= rows[large] * (1 + 1 / BUCKET_STEPS)).all()
+    # BUCKET_STEPS buckets per power of two: 2**12, 2**12 + 2**9, ..., up to 2**13
+    octave = (rows > 2**12) & (rows <= 2**13)
+    assert len(np.unique(buckets[octave])) == BUCKET_STEPS
+    assert row_bucket(BUCKET_MAX_ROWS) == BUCKET_MAX_ROWS
+    assert row_bucket(1100) == 1152
+
+
+def test_padding_rows_carry_no_class_and_no_weight():
+    codes, y = np.ones((1100, 3), np.uint8), np.zeros(1100, np.int32)
+    padded_codes, padded_y, weights = pad_rows(codes, y, np.ones(1100, np.float32), 3)
+    assert padded_codes.shape == (1152, 3) and padded_codes.dtype == np.uint8
+    assert (padded_codes[1100:] == 0).all() and (padded_y[1100:] == 3).all()
+    assert (weights[1100:] == 0).all() and (weights[:1100] == 1).all()
+
+
+CASES = [
+    ("random_trees", {}, 1.0),
+    ("boosted", {}, 1.0),
+    ("rule_list", {}, 1.0),
+    pytest.param("random_trees", {}, None, marks=pytest.mark.slow),
+    pytest.param("rf_laplace", {}, 1.0, marks=pytest.mark.slow),
+    pytest.param("rf_exponential", {}, 1.0, marks=pytest.mark.slow),
+    pytest.param("boosted", {}, None, marks=pytest.mark.slow),
+    pytest.param("boosted", dict(shape="random"), 1.0, marks=pytest.mark.slow),
+    pytest.param("boosted", dict(shape="oblivious"), 1.0, marks=pytest.mark.slow),
+    pytest.param("boosted", dict(shape="oblivious"), None, marks=pytest.mark.slow),
+    pytest.param("boosted", dict(individual=2.0), 1.0, marks=pytest.mark.slow),
+    pytest.param("boosted", dict(noise="gaussian", delta=1e-5), 3.0, marks=pytest.mark.slow),
+    pytest.param("rule_list", {}, None, marks=pytest.mark.slow),
+    pytest.param("rule_list", dict(pair_search="greedy"), 1.0, marks=pytest.mark.slow),
+    pytest.param("rule_list", dict(max_card=1), 1.0, marks=pytest.mark.slow),
+    pytest.param("rule_list", dict(selection="smooth_laplace", delta=1e-6), 1.0,
+                 marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("method", "params", "epsilon"), CASES)
+def test_the_padded_fit_is_the_unpadded_fit(monkeypatch, method, params, epsilon):
+    X, y = data()
+    padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.fit(
+        X, y, method=method, epsilon=epsilon, key=3, bounds=(0.0, 1.0), **params))
+    assert equal_trees(padded.params, unpadded.params)
+    assert padded.privacy == unpadded.privacy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "options"), [
+    ("boosted", dict(classes=(0, 1, 2))),                           # the softmax loss
+    ("random_trees", dict(classes=(0, 1, 2))),
+    ("random_trees", dict(sample_weight=np.linspace(0.0, 1.0, ROWS))),
+    ("boosted", dict(neighbouring="replace_one")),                  # a public size
+    ("rf_laplace", dict(public_size=ROWS)),
+])
+def test_padding_is_inert_for_classes_weights_and_sizes(monkeypatch, method, options):
+    X, y = data(n_classes=len(options.get("classes", (0, 1))))
+    padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.fit(
+        X, y, method=method, epsilon=1.0, key=5, bounds=(0.0, 1.0), **options))
+    assert equal_trees(padded.params, unpadded.params)
+    assert padded.privacy == unpadded.privacy
+
+
+@pytest.mark.slow
+def test_every_learner_that_pads_fits_the_same_model(monkeypatch):
+    """The contract of ``pads_rows``, for every registered learner that claims it."""
+    load_all()
+    X, y = data()
+    for name, cls in sorted(LEARNERS.items()):
+        if not cls().pads_rows:
+            continue
+        padded, unpadded = padded_and_unpadded(monkeypatch, lambda name=name: dpjax.fit(
+            X, y, method=name, epsilon=1.0, key=7, bounds=(0.0, 1.0)))
+        assert equal_trees(padded.params, unpadded.params), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["boosted", "random_trees"])
+def test_a_padded_sweep_is_the_unpadded_sweep(monkeypatch, method):
+    X, y = data()
+    padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.sweep(
+        X, y, method=method, epsilon=[0.5, 2.0], seeds=[1, 2], bounds=(0.0, 1.0)))
+    assert equal_trees(padded.params, unpadded.params)
+    assert padded.ledgers == unpadded.ledgers
+
+
+def test_row_counts_of_one_bucket_share_a_program():
+    X, y = data(1150)
+    first = dpjax.fit(X[:1101], y[:1101], method="random_trees", epsilon=1.0, key=0,
+                      bounds=(0.0, 1.0), n_trees=7)
+    assert first.timings.compile_s > 0.0
+    for rows in (1102, 1150):       # the same bucket: no compile
+        model = dpjax.fit(X[:rows], y[:rows], method="random_trees", epsilon=1.0, key=0,
+                          bounds=(0.0, 1.0), n_trees=7)
+        assert model.timings.compile_s == 0.0
+
+
+@pytest.mark.parametrize(("method", "options", "padded"), [
+    ("random_trees", {}, True),
+    ("rule_list", dict(calibration="paper", selection="smooth_laplace"), False),  # reads m
+    ("malpha", {}, False),
+    ("smooth_boost", {}, False),
+    ("boosted", dict(task="regression", y_bounds=(0.0, 2.0)), False),
+])
+def test_which_fits_are_padded(method, options, padded):
+    X, y = data()
+    prepared = prepare(X, y, method=method, epsilon=1.0, bounds=(0.0, 1.0), classes=None,
+                       n_bins=None, missing="error", on_out_of_bounds="clip",
+                       neighbouring="add_remove", params={k: v for k, v in options.items()
+                                                          if k not in ("task", "y_bounds")},
+                       task=options.get("task", "classification"),
+                       y_bounds=options.get("y_bounds"), delta=1e-6, pad=True)
+    assert prepared.codes.shape[0] == (row_bucket(ROWS) if padded else ROWS)
+    assert prepared.rows == ROWS
+
+
+def test_fits_past_the_largest_bucket_are_not_padded(monkeypatch):
+    """(A fit over several devices is not padded either: its rows must split evenly across
+    them; ``tests/runtime/test_sharding.py`` shows it equals the one-device, padded fit.)"""
+    X, y = data()
+    monkeypatch.setattr(_preparation, "BUCKET_MAX_ROWS", ROWS - 1)
+    prepared = prepare(X, y, method="random_trees", epsilon=1.0, bounds=(0.0, 1.0),
+                       classes=None, n_bins=None, missing="error", on_out_of_bounds="clip",
+                       neighbouring="add_remove", params={}, pad=True)
+    assert prepared.codes.shape[0] == ROWS
