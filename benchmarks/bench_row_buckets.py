@@ -1,7 +1,7 @@
 """Row buckets (issue 30, item 6): what padding the rows to their bucket saves when a fit's row
 count is new but its bucket is not.
 
-    python -m benchmarks.bench_row_buckets                  # the default learners on banknote
+    python -m benchmarks.bench_row_buckets      # five learners (smooth_boost pads no rows)
     python -m benchmarks.bench_row_buckets --learners boosted --repeats 5
 
 Two scenarios, each with the buckets on (the default) and off (``BUCKET_MAX_ROWS = 0``: every
@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_LEARNERS = ("random_trees", "boosted", "rule_list")
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+DEFAULT_LEARNERS = ("random_trees", "boosted", "malpha", "rule_list", "smooth_boost")
+CACHE_EVENTS = {"/jax/compilation_cache/cache_misses": "programs",
+                "/jax/compilation_cache/cache_hits": "loaded"}
 FRACTIONS = tuple(np.arange(1, 11) / 10)
 
 
@@ -53,13 +54,14 @@ def child(scenario: str, method: str, rows: list[int], buckets: bool, dataset: s
     if not buckets:
         _preparation.BUCKET_MAX_ROWS = 0
     X, y, bounds, classes = _data(dataset, data_dir)
-    compiled = [0]
+    out: dict[str, Any] = dict.fromkeys(("fit_s", "compile_s", "run_s", *CACHE_EVENTS.values()),
+                                        0.0)
 
-    def listen(event: str, seconds: float, **_: Any) -> None:
-        compiled[0] += event == COMPILE_EVENT
+    def listen(event: str, **_: Any) -> None:
+        if event in CACHE_EVENTS:
+            out[CACHE_EVENTS[event]] += 1
 
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    out: dict[str, Any] = {"fit_s": 0.0, "compile_s": 0.0, "run_s": 0.0}
+    jax.monitoring.register_event_listener(listen)
     start = time.perf_counter()
     for n in rows:
         model = dpjax.fit(X[:n], y[:n], method=method, epsilon=1.0, bounds=bounds,
@@ -67,7 +69,6 @@ def child(scenario: str, method: str, rows: list[int], buckets: bool, dataset: s
         out["compile_s"] += model.timings.compile_s
         out["run_s"] += model.timings.run_s
     out["fit_s"] = time.perf_counter() - start
-    out["programs"] = compiled[0]
     return out
 
 
@@ -103,20 +104,22 @@ def scenario(name: str, method: str, total: int, buckets: bool, dataset: str,
 
 def markdown(table: Any, dataset: str, repeats: int) -> str:
     from benchmarks import harness
-    headers = ["scenario", "learner", "rows", "buckets", "programs compiled", "fit s (wall)",
-               "compile s", "run s"]
-    rows = [[r.scenario, r.method, r.rows, r.buckets, f"{r.programs:.0f}", f"{r.fit_s:.2f}",
-             f"{r.compile_s:.2f}", f"{r.run_s:.3f}"] for r in table.itertuples()]
+    headers = ["scenario", "learner", "rows", "buckets", "programs compiled",
+               "programs loaded", "fit s (wall)", "compile s", "run s"]
+    rows = [[r.scenario, r.method, r.rows, r.buckets, f"{r.programs:.0f}", f"{r.loaded:.0f}",
+             f"{r.fit_s:.2f}", f"{r.compile_s:.2f}", f"{r.run_s:.3f}"]
+            for r in table.itertuples()]
     return (f"# Row buckets: a new row count in a known bucket ({dataset}, defaults, ε = 1)\n\n"
             + harness.md_table(headers, rows)
             + f"\n\nMedians of {repeats} repeats, each in fresh interpreters with a new "
             "compilation cache. refresh: a first process fits the first n₁ rows (a fixed "
             "shuffle), a second process with that cache fits the first n₂ (its numbers). curve: "
             "one process fits 10%, ..., 100% of the rows from an empty cache (sums). programs "
-            "compiled = XLA backend compiles (a persistent-cache hit compiles none); compile s = "
-            "the fits' `timings.compile_s` (a cache hit still loads its program); fit s = the "
-            "wall clock of the fits. buckets off = every row count its own program (as before "
-            "buckets). `python -m benchmarks.bench_row_buckets`\n")
+            "compiled and loaded = the persistent cache's misses and hits; compile s = the "
+            "fits' `timings.compile_s` (tracing and lowering, then XLA's compile or the "
+            "program's load); run s = their runs; fit s = the wall clock of the fits. "
+            "buckets off = every row count its own program (as before buckets). "
+            "`python -m benchmarks.bench_row_buckets`\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,14 +30,15 @@ AGAIN_LABEL = "class counts again (majority fallback)"
 """The ledger name of a majority fallback's second class-count release."""
 
 
-def release_size(key: jax.Array, n_rows: int, epsilon: jax.Array) -> tuple[jax.Array, Cost]:
+def release_size(key: jax.Array, n_rows: int | jax.Array, epsilon: jax.Array
+                 ) -> tuple[jax.Array, Cost]:
     """``(ñ, cost)``: the row count ``n_rows`` with exact discrete Laplace noise at ``epsilon``
     (add/remove sensitivity 1), clipped to ``[1, MAX_SIZE]``, as float32."""
     size, cost = laplace_releases([key], [size_plan(n_rows, epsilon)])[0]
     return clip_size(size), cost
 
 
-def size_plan(n_rows: int, epsilon: jax.Array) -> LaplacePlan:
+def size_plan(n_rows: int | jax.Array, epsilon: jax.Array) -> LaplacePlan:
     """:func:`release_size` before its noise (:func:`~dpjax.mechanisms.laplace.plan_laplace`),
     to be drawn with other releases at the same point; :func:`clip_size` the release."""
     return plan_laplace(jnp.int32(n_rows), 1, epsilon, integer=True, label="sens. 1")

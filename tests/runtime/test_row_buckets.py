@@ -58,6 +58,15 @@ def test_row_bucket():
     assert row_bucket(1100) == 1152
 
 
+def test_which_learners_pad():
+    """Pinned: ``smooth_boost`` samples ``ñ`` rows by a permutation of the row count (padding
+    would change it); every other built-in learner ignores padding rows."""
+    load_all()
+    assert {name: cls().pads_rows for name, cls in LEARNERS.items()} == {
+        "boosted": True, "malpha": True, "random_trees": True, "rf_exponential": True,
+        "rf_laplace": True, "rule_list": True, "smooth_boost": False}
+
+
 def test_padding_rows_carry_no_class_and_no_weight():
     codes, y = np.ones((1100, 3), np.uint8), np.zeros(1100, np.int32)
     padded_codes, padded_y, weights = pad_rows(codes, y, np.ones(1100, np.float32), 3)
@@ -79,6 +88,10 @@ CASES = [
     pytest.param("boosted", dict(shape="oblivious"), None, marks=pytest.mark.slow),
     pytest.param("boosted", dict(individual=2.0), 1.0, marks=pytest.mark.slow),
     pytest.param("boosted", dict(noise="gaussian", delta=1e-5), 3.0, marks=pytest.mark.slow),
+    ("malpha", {}, 1.0),
+    pytest.param("malpha", {}, None, marks=pytest.mark.slow),
+    pytest.param("malpha", dict(budget="paper"), 1.0, marks=pytest.mark.slow),  # noisy count
+    pytest.param("malpha", dict(alpha=0.5, oc_alpha="exact"), 1.0, marks=pytest.mark.slow),
     pytest.param("rule_list", {}, None, marks=pytest.mark.slow),
     pytest.param("rule_list", dict(pair_search="greedy"), 1.0, marks=pytest.mark.slow),
     pytest.param("rule_list", dict(max_card=1), 1.0, marks=pytest.mark.slow),
@@ -149,7 +162,7 @@ def test_row_counts_of_one_bucket_share_a_program():
 @pytest.mark.parametrize(("method", "options", "padded"), [
     ("random_trees", {}, True),
     ("rule_list", dict(calibration="paper", selection="smooth_laplace"), False),  # reads m
-    ("malpha", {}, False),
+    ("malpha", {}, True),
     ("smooth_boost", {}, False),
     ("boosted", dict(task="regression", y_bounds=(0.0, 2.0)), False),
 ])

@@ -102,6 +102,7 @@ class MalphaBoosted(Learner):
 
     name: ClassVar[str] = "malpha"
     binary: ClassVar[bool] = True
+    pads_rows: ClassVar[bool] = True    # class_stats zeroes a padding row; the size counts labels
     n_trees: int = hyper(10, positive_int())
     depth: int = hyper(4, positive_int(MAX_DEPTH))
     alpha: float | str = traced("oc", or_literal("oc", _UNIT))

@@ -108,13 +108,15 @@ rows, in two limbs beyond (:class:`~dpjax.privacy.fixed_point.WideSum`)."""
 def class_stats(weights: ArrayLike, y: ArrayLike, exact: bool = False) -> jax.Array:
     """Per-example class statistics ``[m, 2] = (w·(1 − y), w·y)`` for labels ``y ∈ {0, 1}``,
     with the weights clipped to ``[0, 1]``, the range the sensitivity ``Δ^(α)(m)`` assumes
-    (spec §1.7). With ``exact`` they are int32 fixed-point units
+    (spec §1.7), and zero for a padding row (label 2,
+    :attr:`~dpjax.learner.Learner.pads_rows`). With ``exact`` they are int32 fixed-point units
     (:func:`dpjax.privacy.fixed_point.to_units`), so their sums are exact."""
     w = jnp.clip(jnp.asarray(weights, jnp.float32), 0.0, 1.0)
     positive = jnp.asarray(y).astype(jnp.int32)
     if exact:
         w = fixed_point.to_units(w)
-    return jnp.stack([w * (1 - positive), w * positive], axis=-1)
+    stats = jnp.stack([w * (1 - positive), w * positive], axis=-1)
+    return jnp.where((positive < 2)[:, None], stats, 0)
 
 
 def resolve_oc_alpha(oc_alpha: str | None, private: bool) -> str:
