@@ -301,11 +301,14 @@ def prepare(
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
     weights = _check_sample_weight(sample_weight, config, table.shape[0])
-    # every public limit before any work on the data (encoding, compiling, fitting)
+    # every public limit before any work on the data (encoding, compiling, fitting), on the
+    # rows the fit holds: padded ones (:func:`pad_rows`) are at most BUCKET_MAX_ROWS, below
+    # every learner's row limit, so only the memory estimate sees them
     rows = table.shape[0] if rows is None else rows
-    check_limits(config, (rows, table.shape[1]), int(spec.max_codes), len(classes), batch,
-                 private=epsilon is not None, weighted=weights is not None,
-                 regression=regression)
+    padded = pad and config.pads_rows and not regression and rows <= BUCKET_MAX_ROWS
+    check_limits(config, (row_bucket(rows) if padded else rows, table.shape[1]),
+                 int(spec.max_codes), len(classes), batch, private=epsilon is not None,
+                 weighted=weights is not None, regression=regression)
     config.check_request(epsilon is not None, delta)
     if regression:
         clipped, target, target_from_data = encode_targets(
@@ -330,7 +333,7 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
-    if pad and config.pads_rows and not regression and rows <= BUCKET_MAX_ROWS:
+    if padded:
         codes, y_index, weights = pad_rows(codes, y_index, weights, len(classes))
     return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],

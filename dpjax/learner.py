@@ -120,7 +120,10 @@ class Learner:
     (their statistics count no such row, and nothing reads the row count off the shape), so
     :func:`dpjax.fit` and :func:`dpjax.sweep` may pad the rows up to a bucket
     (:func:`dpjax._preparation.row_bucket`) and reuse one compiled program for every row count
-    in it. The padded fit equals the unpadded one bit for bit (``tests/runtime``)."""
+    in it. The padded fit equals the unpadded one bit for bit
+    (``tests/runtime/test_row_buckets.py``: private fits sum exact integers; non-private float
+    sums add the padding's zeros after the rows, on CPU). A subclass that overrides ``fit``
+    inherits the claim: it must decide it again."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

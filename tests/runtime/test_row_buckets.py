@@ -114,13 +114,17 @@ def test_the_padded_fit_is_the_unpadded_fit(monkeypatch, method, params, epsilon
     ("boosted", dict(classes=(0, 1, 2))),                           # the softmax loss
     ("random_trees", dict(classes=(0, 1, 2))),
     ("random_trees", dict(sample_weight=np.linspace(0.0, 1.0, ROWS))),
+    ("random_trees", dict(sample_weight=np.linspace(0.0, 1.0, ROWS), epsilon=None)),
     ("boosted", dict(neighbouring="replace_one")),                  # a public size
     ("rf_laplace", dict(public_size=ROWS)),
+    ("random_trees", dict(budget="paper")),
+    ("rf_exponential", dict(prior_share=0.0)),
 ])
 def test_padding_is_inert_for_classes_weights_and_sizes(monkeypatch, method, options):
     X, y = data(n_classes=len(options.get("classes", (0, 1))))
+    options = {"epsilon": 1.0, **options}
     padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.fit(
-        X, y, method=method, epsilon=1.0, key=5, bounds=(0.0, 1.0), **options))
+        X, y, method=method, key=5, bounds=(0.0, 1.0), **options))
     assert equal_trees(padded.params, unpadded.params)
     assert padded.privacy == unpadded.privacy
 
@@ -139,11 +143,13 @@ def test_every_learner_that_pads_fits_the_same_model(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["boosted", "random_trees"])
-def test_a_padded_sweep_is_the_unpadded_sweep(monkeypatch, method):
-    X, y = data()
+@pytest.mark.parametrize(("method", "n_classes"), [("boosted", 2), ("boosted", 3),
+                                                  ("random_trees", 2), ("malpha", 2)])
+def test_a_padded_sweep_is_the_unpadded_sweep(monkeypatch, method, n_classes):
+    X, y = data(n_classes=n_classes)
     padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.sweep(
-        X, y, method=method, epsilon=[0.5, 2.0], seeds=[1, 2], bounds=(0.0, 1.0)))
+        X, y, method=method, epsilon=[0.5, 2.0], seeds=[1, 2], bounds=(0.0, 1.0),
+        classes=tuple(range(n_classes))))
     assert equal_trees(padded.params, unpadded.params)
     assert padded.ledgers == unpadded.ledgers
 
