@@ -7,12 +7,12 @@ count is new but its bucket is not.
 Two scenarios, each with the buckets on (the default) and off (``BUCKET_MAX_ROWS = 0``: every
 row count its own program, as before buckets), in fresh interpreters:
 
-* **refresh**: one process fits the first ``n₁`` rows (a fixed shuffle of the dataset), which
-  fills a new persistent compilation cache; a second process, with that cache, fits the first
-  ``n₂`` rows (the same study, a refreshed extract): the second process's first fit, and the
-  programs XLA compiled in it.
+* **refresh**: one process fits the first ``n₁`` rows (a fixed shuffle of the dataset) and
+  predicts them, which fills a new persistent compilation cache; a second process, with that
+  cache, fits and predicts the first ``n₂`` rows (the same study, a refreshed extract): the
+  second process's first fit and prediction, and the programs XLA compiled in it.
 * **curve**: one process fits a learning curve, 10%, 20%, ..., 100% of the rows, with an empty
-  cache: the programs compiled and the seconds spent compiling and running, summed.
+  cache, and predicts each fit's rows: the programs compiled and the seconds spent, summed.
 
 Medians over the repeats. Writes ``benchmarks/results/bench_row_buckets_<device>.{md,csv}``.
 """
@@ -50,12 +50,12 @@ def child(scenario: str, method: str, rows: list[int], buckets: bool, dataset: s
     import jax
 
     import dpjax
-    from dpjax import _preparation
+    from dpjax import _buckets
     if not buckets:
-        _preparation.BUCKET_MAX_ROWS = 0
+        _buckets.BUCKET_MAX_ROWS = 0
     X, y, bounds, classes = _data(dataset, data_dir)
-    out: dict[str, Any] = dict.fromkeys(("fit_s", "compile_s", "run_s", *CACHE_EVENTS.values()),
-                                        0.0)
+    out: dict[str, Any] = dict.fromkeys(("fit_s", "compile_s", "run_s", "predict_s",
+                                         *CACHE_EVENTS.values()), 0.0)
 
     def listen(event: str, **_: Any) -> None:
         if event in CACHE_EVENTS:
@@ -68,7 +68,11 @@ def child(scenario: str, method: str, rows: list[int], buckets: bool, dataset: s
                           classes=classes, key=0)
         out["compile_s"] += model.timings.compile_s
         out["run_s"] += model.timings.run_s
-    out["fit_s"] = time.perf_counter() - start
+        out["fit_s"] += time.perf_counter() - start
+        start = time.perf_counter()
+        model.predict_proba(X[:n])
+        out["predict_s"] += time.perf_counter() - start
+        start = time.perf_counter()
     return out
 
 
@@ -105,9 +109,9 @@ def scenario(name: str, method: str, total: int, buckets: bool, dataset: str,
 def markdown(table: Any, dataset: str, repeats: int) -> str:
     from benchmarks import harness
     headers = ["scenario", "learner", "rows", "buckets", "programs compiled",
-               "programs loaded", "fit s (wall)", "compile s", "run s"]
+               "programs loaded", "fit s (wall)", "compile s", "run s", "predict s"]
     rows = [[r.scenario, r.method, r.rows, r.buckets, f"{r.programs:.0f}", f"{r.loaded:.0f}",
-             f"{r.fit_s:.2f}", f"{r.compile_s:.2f}", f"{r.run_s:.3f}"]
+             f"{r.fit_s:.2f}", f"{r.compile_s:.2f}", f"{r.run_s:.3f}", f"{r.predict_s:.2f}"]
             for r in table.itertuples()]
     return (f"# Row buckets: a new row count in a known bucket ({dataset}, defaults, ε = 1)\n\n"
             + harness.md_table(headers, rows)
@@ -117,7 +121,9 @@ def markdown(table: Any, dataset: str, repeats: int) -> str:
             "one process fits 10%, ..., 100% of the rows from an empty cache (sums). programs "
             "compiled and loaded = the persistent cache's misses and hits; compile s = the "
             "fits' `timings.compile_s` (tracing and lowering, then XLA's compile or the "
-            "program's load); run s = their runs; fit s = the wall clock of the fits. "
+            "program's load); run s = their runs; fit s = the wall clock of the fits; predict "
+            "s = that of each model's `predict_proba` on its training rows (its program "
+            "compiled or loaded the first time). "
             "buckets off = every row count its own program (as before buckets). "
             "`python -m benchmarks.bench_row_buckets`\n")
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpjax import _serialization
+from dpjax import _buckets, _serialization
 from dpjax._keys import as_key
 from dpjax.data import FeatureSpec, encode, encode_labels
 from dpjax.learners import Learner, registrations
@@ -84,7 +84,7 @@ class Model(_Configured):
         outside the declared bounds are clipped into them (unknown categories take the "other"
         code) with a warning, whatever ``on_out_of_bounds`` the fit had: prediction releases
         nothing about the training data."""
-        return jnp.asarray(encode(self.spec, X))
+        return jax.device_put(encode(self.spec, X))
 
     def proba_function(self) -> Callable[[Any, jax.Array], jax.Array]:
         """Pure ``(params, codes) -> class scores [m, C]`` (jit/vmap/grad-friendly)."""
@@ -94,7 +94,7 @@ class Model(_Configured):
         """Class scores ``[m, C]`` (columns in the order of ``classes``)."""
         if self.target is not None:
             raise ValueError("a regression model has no class probabilities: use predict")
-        return np.asarray(_jitted_proba(self.config)(self.params, self.encode(X)))
+        return by_rows(_jitted_proba(self.config), self.params, encode(self.spec, X))
 
     def predict(self, X: Any, key: int | jax.Array | None = None) -> np.ndarray:
         """Predicted labels (values of ``classes``), or a regression model's predicted values
@@ -105,13 +105,15 @@ class Model(_Configured):
         return np.asarray(self.classes, dtype=object)[np.asarray(index)].astype(
             np.asarray(self.classes).dtype)
 
-    def _predict_index(self, X: Any, key: int | jax.Array | None) -> jax.Array:
-        """Class indices ``[m]`` of :meth:`predict` (``key`` checked there)."""
+    def _predict_index(self, X: Any, key: int | jax.Array | None) -> np.ndarray:
+        """Class indices ``[m]`` of :meth:`predict` (``key`` checked there); a randomised
+        rule's draws are per row, so its rows are not padded (:func:`by_rows`)."""
         if self.config.needs_predict_key and key is None:
             raise ValueError(f"{self.method} with {self.hyperparams} predicts at random: "
                              "pass key=...")
-        return _jitted_predict(self.config)(self.params, self.encode(X),
-                                            as_key(0 if key is None else key))
+        random = self.config.needs_predict_key
+        return by_rows(_jitted_predict(self.config), self.params, encode(self.spec, X),
+                       as_key(0 if key is None else key), pad=not random)
 
     def score(self, X: Any, y: Any, key: int | jax.Array | None = None) -> float:
         """Accuracy of :meth:`predict` on ``(X, y)``; labels outside ``classes`` are an error
@@ -143,7 +145,7 @@ class Model(_Configured):
         """The real-valued score ``[m]`` of a binary model (positive: ``classes[1]``), or the
         class scores ``[m, C]`` of a model of more classes, for the learners that have one
         (:meth:`~dpjax.learner.Learner.decision`)."""
-        return np.asarray(_jitted_decision(self.config)(self.params, self.encode(X)))
+        return by_rows(_jitted_decision(self.config), self.params, encode(self.spec, X))
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         """The model as JSON (:func:`dpjax.load` reads it back; no pickle). The file holds only
@@ -202,26 +204,27 @@ class Sweep(_Configured):
         return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
                      self.timings, self.target)
 
-    def _codes(self, X: Any) -> jax.Array:
-        return jnp.asarray(encode(self.spec, X))
+    def _by_rows(self, rule: str, X: Any) -> np.ndarray:
+        """``rule`` (:func:`_jitted_sweep`) of every model on ``X``'s rows (:func:`by_rows`)."""
+        return by_rows(_jitted_sweep(self.config, rule), self.params, encode(self.spec, X),
+                       row_axis=2)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class scores ``[len(grid), len(seeds), m, C]`` (one compiled call)."""
         if self.target is not None:
             raise ValueError("regression models have no class probabilities: use predict")
-        return np.asarray(_jitted_sweep(self.config, "proba")(self.params, self._codes(X)))
+        return self._by_rows("proba", X)
 
     def predict(self, X: Any) -> np.ndarray:
         """Class indices ``[len(grid), len(seeds), m]`` of the deterministic prediction rule (one
         compiled call; randomised rules are not supported here), or regression models'
         predicted values (within ``target``)."""
         if self.target is not None:
-            return np.clip(np.asarray(_jitted_sweep(self.config, "decision")(
-                self.params, self._codes(X))), *self.target)
+            return np.clip(self._by_rows("decision", X), *self.target)
         if self.config.needs_predict_key:
             raise ValueError("Sweep.predict needs a deterministic prediction rule; use "
                              "sweep.model(i, j).predict(X, key=...)")
-        return np.asarray(_jitted_sweep(self.config, "predict")(self.params, self._codes(X)))
+        return self._by_rows("predict", X)
 
     def score(self, X: Any, y: Any) -> np.ndarray:
         """Accuracy ``[len(grid), len(seeds)]`` of the deterministic prediction rule (the R² of
@@ -278,6 +281,21 @@ def load(source: str | os.PathLike) -> Model:
     if not isinstance(model, Model):
         raise ValueError("the file holds no dpjax model")
     return dataclasses.replace(model, params=jax.tree.map(jnp.asarray, model.params))
+
+
+def by_rows(fn: Callable[..., Any], params: Any, codes: np.ndarray, *args: Any,
+            row_axis: int = 0, pad: bool = True) -> np.ndarray:
+    """``fn(params, codes, *args)`` of a row-by-row rule as numpy, its rows padded to their
+    bucket (:func:`dpjax._buckets.pad_to_bucket`, codes 0) unless ``pad`` is false, and the
+    padding's rows (on the output's ``row_axis``) dropped: prediction programs of row counts in
+    one bucket are one program, and a row's output is the same bits whatever rows it is
+    predicted with, up to 2**20 of them. (XLA's CPU code for 1024 rows or more can round a
+    score's last float32 bit unlike its code for fewer, so an unpadded row's probabilities
+    depended on the batch's size; every padded call runs the former.)"""
+    rows = codes.shape[0]
+    out = np.asarray(fn(params, jax.device_put(_buckets.pad_to_bucket(codes, 0) if pad
+                                               else codes), *args))
+    return out[(slice(None),) * row_axis + (slice(0, rows),)]
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpjax import compilation_cache
+from dpjax import _buckets, compilation_cache
 from dpjax._keys import grid_keys
 from dpjax.data import (
     FeatureSpec,
@@ -197,39 +197,6 @@ class Prepared:
                 for n in config.traced_names()}
 
 
-BUCKET_MAX_ROWS = 2**20
-"""The most rows :func:`row_bucket` pads: past it a fit's run outweighs its compile, and the
-padding would cost more than the program it saves."""
-BUCKET_MIN_ROWS = 2**10
-BUCKET_STEPS = 8
-"""Buckets per power of two (:func:`row_bucket`): padding adds at most ``1/8`` of the rows."""
-
-
-def row_bucket(rows: int) -> int:
-    """The padded row count of a fit on ``rows`` rows (at most :data:`BUCKET_MAX_ROWS`): the
-    least multiple of ``2**(e−3)`` at least ``rows``, where ``2**e <= rows < 2**(e+1)``
-    (:data:`BUCKET_STEPS` buckets per power of two), and at least :data:`BUCKET_MIN_ROWS`. Row
-    counts in one bucket share one compiled program; the shape tells the bucket, not the
-    count."""
-    if rows <= BUCKET_MIN_ROWS:
-        return BUCKET_MIN_ROWS
-    step = 2 ** (rows.bit_length() - 1) // BUCKET_STEPS
-    return -(-rows // step) * step
-
-
-def pad_rows(codes: np.ndarray, y: np.ndarray, weights: np.ndarray | None, n_classes: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``codes``, ``y`` and ``weights`` padded to :func:`row_bucket` rows: codes 0, the label
-    ``n_classes`` (no class: a learner with :attr:`~dpjax.learner.Learner.pads_rows` counts
-    such a row nowhere) and weight 0."""
-    extra = row_bucket(len(y)) - len(y)
-    codes = np.concatenate([codes, np.zeros((extra, codes.shape[1]), codes.dtype)])
-    y = np.concatenate([y, np.full(extra, n_classes, y.dtype)])
-    if weights is not None:
-        weights = np.concatenate([weights, np.zeros(extra, weights.dtype)])
-    return codes, y, weights
-
-
 def _check_public_size(public_size: Any) -> int | None:
     if public_size is None:
         return None
@@ -275,9 +242,10 @@ def prepare(
     """Check every argument (errors name the argument and print no data), build the public
     feature spec and the codes, and start the ledger. ``rows``: the fit's row count where it
     is not ``X``'s (a multi-process fit: every process's rows). ``pad``: pad the rows to their
-    bucket (:func:`pad_rows`) where the learner ignores padding rows
+    bucket (:mod:`dpjax._buckets`) where the learner ignores padding rows
     (:attr:`~dpjax.learner.Learner.pads_rows`; classification, at most
-    :data:`BUCKET_MAX_ROWS` rows), so that row counts of one bucket share a program."""
+    :data:`~dpjax._buckets.BUCKET_MAX_ROWS` rows), so that row counts of one bucket share a
+    program."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
     public_size = _check_public_size(public_size)
@@ -302,11 +270,11 @@ def prepare(
                              private=epsilon is not None)
     weights = _check_sample_weight(sample_weight, config, table.shape[0])
     # every public limit before any work on the data (encoding, compiling, fitting), on the
-    # rows the fit holds: padded ones (:func:`pad_rows`) are at most BUCKET_MAX_ROWS, below
-    # every learner's row limit, so only the memory estimate sees them
+    # rows the fit holds: padded ones are at most BUCKET_MAX_ROWS, below every learner's row
+    # limit, so only the memory estimate sees them
     rows = table.shape[0] if rows is None else rows
-    padded = pad and config.pads_rows and not regression and rows <= BUCKET_MAX_ROWS
-    check_limits(config, (row_bucket(rows) if padded else rows, table.shape[1]),
+    padded = pad and config.pads_rows and not regression and _buckets.pads(rows)
+    check_limits(config, (_buckets.row_bucket(rows) if padded else rows, table.shape[1]),
                  int(spec.max_codes), len(classes), batch, private=epsilon is not None,
                  weighted=weights is not None, regression=regression)
     config.check_request(epsilon is not None, delta)
@@ -333,8 +301,10 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
-    if padded:
-        codes, y_index, weights = pad_rows(codes, y_index, weights, len(classes))
+    if padded:      # padding rows: codes 0, no class (the label n_classes), weight 0
+        codes, y_index = _buckets.pad_to_bucket(codes, 0), _buckets.pad_to_bucket(
+            y_index, len(classes))
+        weights = None if weights is None else _buckets.pad_to_bucket(weights, 0.0)
     return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size),

@@ -119,7 +119,7 @@ class Learner:
     """The learner's classification fits ignore padding rows, rows labelled ``n_classes``
     (their statistics count no such row, and nothing reads the row count off the shape), so
     :func:`dpjax.fit` and :func:`dpjax.sweep` may pad the rows up to a bucket
-    (:func:`dpjax._preparation.row_bucket`) and reuse one compiled program for every row count
+    (:func:`dpjax._buckets.row_bucket`) and reuse one compiled program for every row count
     in it. The padded fit equals the unpadded one bit for bit
     (``tests/runtime/test_row_buckets.py``: private fits sum exact integers; non-private float
     sums add the padding's zeros after the rows, on CPU). A subclass that overrides ``fit``

@@ -16,6 +16,7 @@ import pytest
 
 import dpjax
 from dpjax import _api, _preparation
+from dpjax._buckets import row_bucket
 from dpjax._preparation import (
     CPU_COMPILE,
     LEAN_COMPILE,
@@ -23,7 +24,6 @@ from dpjax._preparation import (
     QUICK_ENV,
     QUICK_WORK_BYTES,
     compiler_options,
-    row_bucket,
 )
 from dpjax.learner import CPU_CHOICES, Learner, register
 from dpjax.learners import get_learner

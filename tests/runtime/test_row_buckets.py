@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 import dpjax
-from dpjax import _preparation
-from dpjax._preparation import (
+from dpjax import _buckets, _model
+from dpjax._buckets import (
     BUCKET_MAX_ROWS,
     BUCKET_MIN_ROWS,
     BUCKET_STEPS,
-    pad_rows,
-    prepare,
+    pad_to_bucket,
     row_bucket,
 )
+from dpjax._preparation import prepare
 from dpjax.learners import LEARNERS, load_all
 
 ROWS = 1100          # bucket 1152: 52 padding rows
@@ -39,7 +39,7 @@ def padded_and_unpadded(monkeypatch, call):
     """``call()`` with the rows padded to their bucket (the default) and without padding."""
     padded = call()
     with monkeypatch.context() as patch:
-        patch.setattr(_preparation, "BUCKET_MAX_ROWS", 0)
+        patch.setattr(_buckets, "BUCKET_MAX_ROWS", 0)
         unpadded = call()
     return padded, unpadded
 
@@ -67,12 +67,19 @@ def test_which_learners_pad():
         "rf_laplace": True, "rule_list": True, "smooth_boost": False}
 
 
-def test_padding_rows_carry_no_class_and_no_weight():
-    codes, y = np.ones((1100, 3), np.uint8), np.zeros(1100, np.int32)
-    padded_codes, padded_y, weights = pad_rows(codes, y, np.ones(1100, np.float32), 3)
-    assert padded_codes.shape == (1152, 3) and padded_codes.dtype == np.uint8
-    assert (padded_codes[1100:] == 0).all() and (padded_y[1100:] == 3).all()
-    assert (weights[1100:] == 0).all() and (weights[:1100] == 1).all()
+def test_a_fit_pads_with_no_class_and_no_weight():
+    X, y = data()
+    prepared = prepare(X, y, method="random_trees", epsilon=1.0, bounds=(0.0, 1.0),
+                       classes=(0, 1, 2), n_bins=None, missing="error",
+                       on_out_of_bounds="clip", neighbouring="add_remove", params={},
+                       sample_weight=np.ones(ROWS), pad=True)
+    codes, labels = np.asarray(prepared.codes), np.asarray(prepared.y)
+    weights = np.asarray(prepared.weights)
+    assert codes.shape == (1152, 4) and codes.dtype == np.uint8 and labels.shape == (1152,)
+    assert (codes[ROWS:] == 0).all() and (labels[ROWS:] == 3).all()
+    assert (weights[ROWS:] == 0).all() and (weights[:ROWS] == 1).all()
+    big = np.ones((BUCKET_MAX_ROWS + 1, 1), np.uint8)
+    assert pad_to_bucket(big, 0) is big
 
 
 CASES = [
@@ -188,8 +195,72 @@ def test_fits_past_the_largest_bucket_are_not_padded(monkeypatch):
     """(A fit over several devices is not padded either: its rows must split evenly across
     them; ``tests/runtime/test_sharding.py`` shows it equals the one-device, padded fit.)"""
     X, y = data()
-    monkeypatch.setattr(_preparation, "BUCKET_MAX_ROWS", ROWS - 1)
+    monkeypatch.setattr(_buckets, "BUCKET_MAX_ROWS", ROWS - 1)
     prepared = prepare(X, y, method="random_trees", epsilon=1.0, bounds=(0.0, 1.0),
                        classes=None, n_bins=None, missing="error", on_out_of_bounds="clip",
                        neighbouring="add_remove", params={}, pad=True)
     assert prepared.codes.shape[0] == ROWS
+
+
+PREDICTORS = [("random_trees", {}), ("boosted", {}), ("malpha", {}), ("rule_list", {}),
+              ("smooth_boost", {}), ("rf_laplace", dict(voting="probabilistic"))]
+
+
+@pytest.mark.parametrize(("method", "params"), PREDICTORS)
+def test_padded_predictions_are_the_unpadded_ones(monkeypatch, method, params):
+    """A deterministic rule's rows are padded to their bucket and dropped after; a randomised
+    rule (``voting="probabilistic"``) keeps its rows, so its draws are the same."""
+    X, y = data()
+    model = dpjax.fit(X[:300], y[:300], method=method, epsilon=1.0, key=0,
+                      bounds=(0.0, 1.0), **params)
+    key = 4 if model.learner.needs_predict_key else None
+
+    def predictions():
+        out = [model.predict(X, key=key), model.score(X, y, key=key)]
+        if not model.learner.needs_predict_key:
+            out.append(model.predict_proba(X))
+        if method in ("boosted", "malpha"):
+            out.append(model.decision_function(X))
+        return out
+
+    padded, unpadded = padded_and_unpadded(monkeypatch, predictions)
+    assert padded[0].shape == (ROWS,)
+    for a, b in zip(padded, unpadded, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_predictions_of_one_bucket_share_a_program():
+    X, y = data(1152)
+    model = dpjax.fit(X, y, method="boosted", epsilon=1.0, key=0, bounds=(0.0, 1.0))
+    _model._jitted_proba.cache_clear()
+    for rows in (1025, 1100, 1152):         # one bucket: one program
+        assert model.predict_proba(X[:rows]).shape == (rows, 2)
+    assert _model._jitted_proba(model.learner)._cache_size() == 1
+
+
+@pytest.mark.slow
+def test_a_sweeps_padded_predictions_are_the_unpadded_ones(monkeypatch):
+    X, y = data()
+    swept = dpjax.sweep(X[:300], y[:300], method="boosted", epsilon=[0.5, 2.0], seeds=2,
+                        bounds=(0.0, 1.0))
+    padded, unpadded = padded_and_unpadded(monkeypatch, lambda: (
+        swept.predict(X), swept.predict_proba(X), swept.score(X, y)))
+    assert padded[0].shape == (2, 2, ROWS)
+    for a, b in zip(padded, unpadded, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("boosted", dict(noise="gaussian", delta=1e-5, epsilon=2.0)),
+    ("random_trees", {}), ("malpha", {}), ("smooth_boost", {}), ("rule_list", {})])
+def test_a_rows_prediction_does_not_depend_on_the_batch(method, params):
+    """Padded, a row's scores are the same bits in a batch of 1 or of 1100 rows (unpadded, a
+    batch of 1024 rows or more could round the last bit of a boosted score otherwise)."""
+    X, y = data()
+    params = {"epsilon": 1.0, **params}
+    model = dpjax.fit(X[:500], y[:500], method=method, key=1, bounds=(0.0, 1.0), **params)
+    score = (model.decision_function if method in ("boosted", "malpha")
+             else model.predict_proba)
+    every = score(X)
+    for rows in (1, 37, 1023, 1024):
+        np.testing.assert_array_equal(score(X[:rows]), every[:rows])
