@@ -1,7 +1,7 @@
 """Row buckets (issue 30, item 6): what padding the rows to their bucket saves when a fit's row
 count is new but its bucket is not.
 
-    python -m benchmarks.bench_row_buckets      # five learners (smooth_boost pads no rows)
+    python -m benchmarks.bench_row_buckets      # five learners (the forests alike: one)
     python -m benchmarks.bench_row_buckets --learners boosted --repeats 5
 
 Two scenarios, each with the buckets on (the default) and off (``BUCKET_MAX_ROWS = 0``: every

@@ -58,13 +58,12 @@ def test_row_bucket():
     assert row_bucket(1100) == 1152
 
 
-def test_which_learners_pad():
-    """Pinned: ``smooth_boost`` samples ``ñ`` rows by a permutation of the row count (padding
-    would change it); every other built-in learner ignores padding rows."""
+def test_every_built_in_learner_pads():
+    """Pinned: every built-in learner's default ignores padding rows."""
     load_all()
     assert {name: cls().pads_rows for name, cls in LEARNERS.items()} == {
         "boosted": True, "malpha": True, "random_trees": True, "rf_exponential": True,
-        "rf_laplace": True, "rule_list": True, "smooth_boost": False}
+        "rf_laplace": True, "rule_list": True, "smooth_boost": True}
 
 
 def test_a_fit_pads_with_no_class_and_no_weight():
@@ -99,6 +98,12 @@ CASES = [
     pytest.param("malpha", {}, None, marks=pytest.mark.slow),
     pytest.param("malpha", dict(budget="paper"), 1.0, marks=pytest.mark.slow),  # noisy count
     pytest.param("malpha", dict(alpha=0.5, oc_alpha="exact"), 1.0, marks=pytest.mark.slow),
+    ("smooth_boost", {}, 1.0),
+    pytest.param("smooth_boost", {}, None, marks=pytest.mark.slow),
+    pytest.param("smooth_boost", dict(weak_learner="tree"), 1.0, marks=pytest.mark.slow),
+    pytest.param("smooth_boost", dict(weak_learner="halfspace", delta=1e-6), 1.0,
+                 marks=pytest.mark.slow),
+    pytest.param("smooth_boost", dict(public_size=ROWS), 1.0, marks=pytest.mark.slow),
     pytest.param("rule_list", {}, None, marks=pytest.mark.slow),
     pytest.param("rule_list", dict(pair_search="greedy"), 1.0, marks=pytest.mark.slow),
     pytest.param("rule_list", dict(max_card=1), 1.0, marks=pytest.mark.slow),
@@ -151,7 +156,8 @@ def test_every_learner_that_pads_fits_the_same_model(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "n_classes"), [("boosted", 2), ("boosted", 3),
-                                                  ("random_trees", 2), ("malpha", 2)])
+                                                  ("random_trees", 2), ("malpha", 2),
+                                                  ("smooth_boost", 2)])
 def test_a_padded_sweep_is_the_unpadded_sweep(monkeypatch, method, n_classes):
     X, y = data(n_classes=n_classes)
     padded, unpadded = padded_and_unpadded(monkeypatch, lambda: dpjax.sweep(
@@ -176,7 +182,7 @@ def test_row_counts_of_one_bucket_share_a_program():
     ("random_trees", {}, True),
     ("rule_list", dict(calibration="paper", selection="smooth_laplace"), False),  # reads m
     ("malpha", {}, True),
-    ("smooth_boost", {}, False),
+    ("smooth_boost", {}, True),
     ("boosted", dict(task="regression", y_bounds=(0.0, 2.0)), False),
 ])
 def test_which_fits_are_padded(method, options, padded):

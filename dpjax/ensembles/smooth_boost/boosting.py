@@ -91,13 +91,15 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
     gaussian = config.weak_learner == "halfspace"
     kappa, learning_rate = traced["kappa"], traced["learning_rate"]
     rounds = jnp.float32(config.n_rounds)
-    n_rows, n_features = codes.shape
+    n_features = codes.shape[1]
     k_size, k_sample, k_rounds, k_majority = jax.random.split(key, 4)
     costs: dict[str, Any] = {}
     labels = 2 * jnp.asarray(y, jnp.int32) - 1
+    records = jnp.asarray(y) < 2                # a padding row (label 2) has multiplicity 0
+    n_rows = jnp.sum(records, dtype=jnp.int32)
     if epsilon is None:
-        size, per_round = jnp.float32(n_rows), None
-        multiplicity = jnp.concatenate([jnp.ones(n_rows, jnp.int32), jnp.zeros(2, jnp.int32)])
+        size, per_round = n_rows.astype(jnp.float32), None
+        multiplicity = jnp.concatenate([records.astype(jnp.int32), jnp.zeros(2, jnp.int32)])
     else:
         epsilon = jnp.asarray(epsilon, jnp.float32)
         size_share = config.size_share if context.size is None else 0.0
@@ -125,7 +127,7 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
         rounds = affordable_rounds(round_eps, size, kappa, traced["min_signal"],
                                    config.cost_per_signal, config.n_rounds)
         per_round = round_eps(rounds)
-        multiplicity = sample_to_size(k_sample, n_rows, size)
+        multiplicity = sample_to_size(k_sample, records, size)
         if stump:                               # the fallback is a constant stump
             learns = round_signal(round_eps, 1.0, size, kappa, config.cost_per_signal) >= (
                 traced["fallback_signal"])

@@ -103,6 +103,7 @@ class SmoothBoost(Learner):
     name: ClassVar[str] = "smooth_boost"
     cpu_compile: ClassVar[str] = "lean"
     binary: ClassVar[bool] = True
+    pads_rows: ClassVar[bool] = True    # a padding row's multiplicity is 0 (sample_to_size)
     weak_learner: str = hyper("stump", choice(*WEAK_LEARNERS))
     n_rounds: int = hyper(15, positive_int(1024))
     kappa: float = traced(0.35, unit_interval(open_high=True))

@@ -343,12 +343,22 @@ def smooth_boost(
     return hypotheses
 
 
-def sample_to_size(key: jax.Array, n_rows: int, size: ArrayLike) -> jax.Array:
+SAMPLE_WORDS = 3
+"""Random 32-bit words that order each row in :func:`sample_to_size`: two rows tie with
+probability ``2**−96``, so with at most ``2**31`` rows a tie (broken by the row's index) has
+probability below ``2**−35``."""
+
+
+def sample_to_size(key: jax.Array, records: jax.Array, size: ArrayLike) -> jax.Array:
     """Multiplicities ``int32 [n_rows + 2]`` that make the data a sample of exactly ``size``
-    examples (a public integer ``1 <= ñ < 2**24``: declared, or a released noisy count): a uniformly
-    random subset of ``min(ñ, n)`` of the ``n_rows`` rows (multiplicity 1, the others 0), then
-    two padding rows (a fixed public record with label ``+1``, and one with ``−1``) standing
-    for ``⌈k/2⌉`` and ``⌊k/2⌋`` examples, ``k = max(ñ − n, 0)``.
+    examples (a public integer ``1 <= ñ < 2**24``: declared, or a released noisy count): a
+    uniformly random subset of ``min(ñ, n)`` of the ``n`` rows where ``records`` (bool
+    ``[n_rows]``) holds (multiplicity 1, the others 0; a padding row, where it does not, is
+    never drawn), then two padding rows (a fixed public record with label ``+1``, and one with
+    ``−1``) standing for ``⌈k/2⌉`` and ``⌊k/2⌋`` examples, ``k = max(ñ − n, 0)``. The subset is
+    the ``ñ`` records first in a uniformly random order: each row's :data:`SAMPLE_WORDS` random
+    words (row ``i``'s words depend on ``key`` and ``i`` alone, so rows padded after the records
+    change nothing), ties by index.
 
     Why (the analysis of LazyBregBoost is for replace-one neighbours with ``n`` public,
     BCS20 §1): for add/remove neighbours ``D`` and ``D' = D ∪ {z}`` and the same ``ñ``, the two
@@ -358,10 +368,16 @@ def sample_to_size(key: jax.Array, n_rows: int, size: ArrayLike) -> jax.Array:
     ``ñ``-subset; with padding, ``z`` takes the place of one padding example). An ``ε``-DP
     mechanism for replace-one neighbours on samples of size ``ñ`` is thus ``ε``-DP for
     add/remove neighbours on the data."""
+    records = jnp.asarray(records, bool)
+    n_rows = records.shape[0]
     size = jnp.asarray(size).astype(jnp.int32)
-    rank = jax.random.permutation(key, n_rows)
-    kept = (rank < size).astype(jnp.int32)
-    padding = jnp.maximum(size - n_rows, 0)
+    words = jax.random.bits(key, (n_rows, SAMPLE_WORDS), jnp.uint32)
+    index = jnp.arange(n_rows, dtype=jnp.int32)
+    *_, order = jax.lax.sort(((~records).astype(jnp.int32), *words.T, index),
+                             num_keys=SAMPLE_WORDS + 2)
+    rank = jnp.zeros(n_rows, jnp.int32).at[order].set(index)
+    kept = (records & (rank < size)).astype(jnp.int32)
+    padding = jnp.maximum(size - jnp.sum(records, dtype=jnp.int32), 0)
     return jnp.concatenate([kept, jnp.stack([padding - padding // 2, padding // 2])])
 
 
@@ -411,6 +427,7 @@ def smooth_boost_predict(hypotheses: Hypothesis, predict: Callable[[Hypothesis, 
     return majority_vote(round_votes(hypotheses, predict, data), key)
 
 
-__all__ = ["UPDATES", "LevelMeasure", "WeakLearner", "level_weights", "log_unprojected",
-           "majority_vote", "next_measure", "normalise", "project_dense", "round_votes",
-           "sample_to_size", "smooth_boost", "smooth_boost_decision", "smooth_boost_predict"]
+__all__ = ["SAMPLE_WORDS", "UPDATES", "LevelMeasure", "WeakLearner", "level_weights",
+           "log_unprojected", "majority_vote", "next_measure", "normalise", "project_dense",
+           "round_votes", "sample_to_size", "smooth_boost", "smooth_boost_decision",
+           "smooth_boost_predict"]

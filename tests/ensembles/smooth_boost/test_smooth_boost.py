@@ -6,7 +6,9 @@ loop (κ-smooth measures every round, training error, jit/vmap, determinism, the
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 
 import chex
 import jax
@@ -22,6 +24,7 @@ from dpjax.ensembles.smooth_boost import (
     next_measure,
     normalise,
     project_dense,
+    sample_to_size,
     smooth_boost,
     smooth_boost_decision,
     smooth_boost_predict,
@@ -451,3 +454,30 @@ def test_majority_vote_breaks_ties_by_the_earliest_voting_round_not_a_fixed_clas
     coins = np.asarray(vote(jnp.zeros((4, 2000)), jax.random.key(3)))
     assert set(np.unique(coins)) == {-1, 1}
     assert abs(float(np.mean(coins))) < 5 * np.sqrt(1 / 2000)
+
+
+def test_sample_to_size_draws_a_uniform_subset_of_the_records():
+    """Every 3-subset of 6 records equally often (each count within ``Z`` binomial standard
+    errors of ``K/20``), padding rows (``records`` false) never, and the same records whatever
+    rows are padded after them (row ``i``'s words depend on the key and ``i`` alone)."""
+    from tests.conftest import Z
+    records = jnp.array([True] * 6 + [False] * 2)
+    draws = 20_000
+    keys = jax.random.split(jax.random.key(11), draws)
+    kept = np.asarray(jax.jit(jax.vmap(sample_to_size, in_axes=(0, None, None)))(
+        keys, records, 3))
+    assert kept.shape == (draws, 10)
+    assert (kept[:, 6:] == 0).all()                     # padding rows, then ñ − n <= 0 extra
+    assert (kept[:, :6].sum(1) == 3).all()
+    subsets = collections.Counter(map(tuple, kept[:, :6].tolist()))
+    assert set(subsets) == {tuple(int(i in c) for i in range(6))
+                            for c in itertools.combinations(range(6), 3)}
+    p = 1 / 20
+    assert all(abs(n - draws * p) <= Z * np.sqrt(draws * p * (1 - p))
+               for n in subsets.values())
+    unpadded = np.asarray(jax.vmap(sample_to_size, in_axes=(0, None, None))(
+        keys[:50], records[:6], 3))
+    np.testing.assert_array_equal(unpadded[:, :6], kept[:50, :6])
+    # more examples than records: all of them, and the extra split over the two public rows
+    np.testing.assert_array_equal(sample_to_size(keys[0], records, 9),
+                                  [1, 1, 1, 1, 1, 1, 0, 0, 2, 1])
