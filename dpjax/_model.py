@@ -288,10 +288,10 @@ def by_rows(fn: Callable[..., Any], params: Any, codes: np.ndarray, *args: Any,
     """``fn(params, codes, *args)`` of a row-by-row rule as numpy, its rows padded to their
     bucket (:func:`dpjax._buckets.pad_to_bucket`, codes 0) unless ``pad`` is false, and the
     padding's rows (on the output's ``row_axis``) dropped: prediction programs of row counts in
-    one bucket are one program, and a row's output is the same bits whatever rows it is
-    predicted with, up to 2**20 of them. (XLA's CPU code for 1024 rows or more can round a
-    score's last float32 bit unlike its code for fewer, so an unpadded row's probabilities
-    depended on the batch's size; every padded call runs the former.)"""
+    one bucket are one program, so a row's output is the same bits in every batch of one
+    bucket. Across buckets (and against an unpadded call) a score may differ in its last
+    float32 bit, as it did across row counts before: XLA vectorises each shape's program on its
+    own."""
     rows = codes.shape[0]
     out = np.asarray(fn(params, jax.device_put(_buckets.pad_to_bucket(codes, 0) if pad
                                                else codes), *args))

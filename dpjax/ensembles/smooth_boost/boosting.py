@@ -94,8 +94,8 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
     n_features = codes.shape[1]
     k_size, k_sample, k_rounds, k_majority = jax.random.split(key, 4)
     costs: dict[str, Any] = {}
-    labels = 2 * jnp.asarray(y, jnp.int32) - 1
     records = jnp.asarray(y) < 2                # a padding row (label 2) has multiplicity 0
+    labels = jnp.where(records, 2 * jnp.asarray(y, jnp.int32) - 1, 1)     # its levels in range
     n_rows = jnp.sum(records, dtype=jnp.int32)
     if epsilon is None:
         size, per_round = n_rows.astype(jnp.float32), None

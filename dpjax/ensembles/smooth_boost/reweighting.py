@@ -102,7 +102,8 @@ class LevelMeasure(NamedTuple):
       level: int32 ``[n]`` in ``0..levels − 1``.
       weight: float32 ``[levels]``, ``μ̂`` of one example at each level (``Σ_i μ̂(i) = 1``).
       multiplicity: int32 ``[n]``, how many examples each row stands for (1; 0 for a row left
-        out of the sample; more for a padding row, :func:`smooth_boost`).
+        out of the sample or a bucket's padding row; more for one of the two public rows of
+        :func:`sample_to_size`).
     """
 
     level: jax.Array
