@@ -70,6 +70,12 @@ class FitContext(NamedTuple):
     ``y_bounds``; ``y`` is then float32, clipped into it), or ``None`` for classification."""
 
 
+def records(y: jax.Array, n_classes: int) -> jax.Array:
+    """Bool ``[m]``: which rows of the class labels ``y`` are records, and not padding rows
+    (the label ``n_classes``, which a learner with :attr:`Learner.pads_rows` counts nowhere)."""
+    return jnp.asarray(y) < n_classes
+
+
 def hyper(default: Any, check: Check) -> Any:
     """A static hyper-parameter with its default and its check ``(name, value) -> value``."""
     return dataclasses.field(default=default, metadata={"check": check})

@@ -72,7 +72,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from dpjax.learner import FitContext
+from dpjax.learner import FitContext, records
 from dpjax.mechanisms import laplace_mechanism, report_noisy_min
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.gaussian import gaussian_mechanism
@@ -409,7 +409,7 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
                 (jnp.stack([first, second]), take, check_cost, select_cost))
 
     # every record remains at the start; a padding row (label 2) never does
-    start = _Node(labels < 2, jnp.zeros(n_candidates, bool),
+    start = _Node(records(labels, 2), jnp.zeros(n_candidates, bool),
                   jnp.bool_(False), jnp.float32(-1.0))
     _, (pairs, active, check_costs, select_costs) = jax.lax.scan(
         step, start, (jax.random.split(k_nodes, max_rules), jnp.arange(max_rules)))

@@ -44,7 +44,7 @@ from dpjax.ensembles.malpha.leaves import (
 )
 from dpjax.ensembles.malpha.model import MalphaModel
 from dpjax.ensembles.malpha.tree import grow_malpha_tree, resolve_oc_alpha
-from dpjax.learner import FitContext
+from dpjax.learner import FitContext, records
 from dpjax.losses.proper import canonical_link, inverse_link
 from dpjax.mechanisms.size import (
     AGAIN_LABEL,
@@ -167,7 +167,7 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
     private = epsilon is not None
     oc_alpha = resolve_oc_alpha(config.oc_alpha, private)
     sign = 2.0 * jnp.asarray(y, jnp.float32) - 1.0
-    records = jnp.sum(jnp.asarray(y) < 2, dtype=jnp.int32)     # padding rows (label 2) aside
+    n_records = jnp.sum(records(y, 2), dtype=jnp.int32)        # padding rows (label 2) aside
     alpha = jnp.asarray(alpha, jnp.float32)
     alpha_link = link_alpha(alpha, config.oc_link_alpha)
     oc_private = private and oc_alpha == "private" and depth > 1
@@ -203,11 +203,11 @@ def fit(config: MalphaBoosted, key: jax.Array, codes: jax.Array, y: jax.Array,
                               beta_mode=beta_mode, leaf_composition=leaf_composition,
                               size_share=config.size_share if size is None else 0.0)
         if size is None:
-            size, costs[SIZE_LABEL] = release_size(k_size, records, budget["size"])
+            size, costs[SIZE_LABEL] = release_size(k_size, n_records, budget["size"])
         size = jnp.asarray(size, jnp.float32)
         bound = jnp.float32(clamp)
     else:
-        size = records.astype(jnp.float32)
+        size = n_records.astype(jnp.float32)
         bound = link_bound(alpha_link, zeta)
 
     def round_t(margin_sum: jax.Array, t: jax.Array):

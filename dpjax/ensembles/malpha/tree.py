@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from dpjax.learner import records
 from dpjax.losses.proper import clamped_split_risk, criterion_sensitivity, split_risk
 from dpjax.mechanisms.exponential import permute_and_flip
 from dpjax.mechanisms.laplace import laplace_mechanism
@@ -116,7 +117,7 @@ def class_stats(weights: ArrayLike, y: ArrayLike, exact: bool = False) -> jax.Ar
     if exact:
         w = fixed_point.to_units(w)
     stats = jnp.stack([w * (1 - positive), w * positive], axis=-1)
-    return jnp.where((positive < 2)[:, None], stats, 0)
+    return jnp.where(records(positive, 2)[:, None], stats, 0)
 
 
 def resolve_oc_alpha(oc_alpha: str | None, private: bool) -> str:

@@ -114,7 +114,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from dpjax.ensembles.newton.model import NewtonBoostedModel
-from dpjax.learner import FitContext
+from dpjax.learner import FitContext, records
 from dpjax.mechanisms.exponential import GAMMA_SLACK
 from dpjax.mechanisms.gaussian import (
     NOISE_BITS_SCALE,
@@ -308,11 +308,11 @@ def gradient_stats(score: jax.Array, y: jax.Array, private: bool) -> jax.Array:
     if score.ndim == 1:
         p = jax.nn.sigmoid(score)
         target = y.astype(jnp.float32)
-        record = y < 2
+        record = records(y, 2)
     else:
         p = jax.nn.softmax(score, axis=-1)
         target = jax.nn.one_hot(y, score.shape[-1], dtype=jnp.float32)
-        record = (y < score.shape[-1])[:, None]
+        record = records(y, score.shape[-1])[:, None]
     stats = jnp.where(record[..., None], jnp.stack([p - target, p * (1.0 - p)], axis=-1), 0.0)
     if private:
         return fixed_point.to_units(stats)

@@ -24,7 +24,7 @@ from dpjax.ensembles.smooth_boost.halfspace import Halfspace
 from dpjax.ensembles.smooth_boost.reweighting import sample_to_size, smooth_boost
 from dpjax.ensembles.smooth_boost.stumps import Stump
 from dpjax.ensembles.smooth_boost.topdown import TopDownTree
-from dpjax.learner import FitContext
+from dpjax.learner import FitContext, records
 from dpjax.mechanisms.laplace import laplace_releases
 from dpjax.mechanisms.size import LABEL as SIZE_LABEL
 from dpjax.mechanisms.size import (
@@ -94,12 +94,12 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
     n_features = codes.shape[1]
     k_size, k_sample, k_rounds, k_majority = jax.random.split(key, 4)
     costs: dict[str, Any] = {}
-    records = jnp.asarray(y) < 2                # a padding row (label 2) has multiplicity 0
-    labels = jnp.where(records, 2 * jnp.asarray(y, jnp.int32) - 1, 1)     # its levels in range
-    n_rows = jnp.sum(records, dtype=jnp.int32)
+    record = records(y, 2)                      # a padding row (label 2) has multiplicity 0
+    labels = jnp.where(record, 2 * jnp.asarray(y, jnp.int32) - 1, 1)      # its levels in range
+    n_rows = jnp.sum(record, dtype=jnp.int32)
     if epsilon is None:
         size, per_round = n_rows.astype(jnp.float32), None
-        multiplicity = jnp.concatenate([records.astype(jnp.int32), jnp.zeros(2, jnp.int32)])
+        multiplicity = jnp.concatenate([record.astype(jnp.int32), jnp.zeros(2, jnp.int32)])
     else:
         epsilon = jnp.asarray(epsilon, jnp.float32)
         size_share = config.size_share if context.size is None else 0.0
@@ -127,7 +127,7 @@ def fit(config: SmoothBoost, key: jax.Array, codes: jax.Array, y: jax.Array,
         rounds = affordable_rounds(round_eps, size, kappa, traced["min_signal"],
                                    config.cost_per_signal, config.n_rounds)
         per_round = round_eps(rounds)
-        multiplicity = sample_to_size(k_sample, records, size)
+        multiplicity = sample_to_size(k_sample, record, size)
         if stump:                               # the fallback is a constant stump
             learns = round_signal(round_eps, 1.0, size, kappa, config.cost_per_signal) >= (
                 traced["fallback_signal"])
