@@ -36,7 +36,8 @@ from dpjax._private_bounds import (
     wants_private_bounds,
 )
 from dpjax._sharding import (
-    global_rows,
+    local_device_count,
+    process_rows,
     resolve_devices,
     shard_rows,
     shared_key,
@@ -122,7 +123,9 @@ def fit(
       devices: split the rows across devices (``"all"``, a count, or a list of devices;
         :mod:`dpjax._sharding`): the same program runs on every device's rows and sums its
         histograms across them; the model is bit-identical to the one-device fit under the
-        same key. The row count must be a multiple of the device count. Default: one device.
+        same key. The rows are padded to a multiple of the device count with rows that the
+        learners ignore (regression, which cannot pad, needs ``neighbouring="replace_one"``
+        and a row count that splits evenly). Default: one device.
       accountant: a :class:`dpjax.BudgetAccountant` to spend from: the fit is refused before
         any work if its ``(epsilon, delta)`` would exceed the accountant's total, and its
         ledger is recorded there.
@@ -155,9 +158,9 @@ def fit(
         accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
     key = shared_key(chosen_devices, as_key(key))
-    # several processes: every process's rows (one gather, for the checks and the sharding)
-    rows = (global_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
-            else None)
+    # several processes: every process's rows (one gather, for the checks and the padding)
+    counts = (process_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
+              else None)
     fit_epsilon, bounds_costs = epsilon, {}
     private_bounds = wants_private_bounds(bounds)
     if private_bounds and spans_processes(chosen_devices):
@@ -176,14 +179,16 @@ def fit(
                            on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                            params=params, public_size=public_size, delta=delta,
                            sample_weight=sample_weight, task=task, y_bounds=y_bounds,
-                           rows=rows, pad=chosen_devices is None)
+                           pad=True, process_rows=counts,
+                           devices=1 if chosen_devices is None else local_device_count(
+                               chosen_devices))
     if bounds_costs:
         prepared = dataclasses.replace(prepared,
                                        ledger=prepared.ledger.with_costs(bounds_costs))
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
     arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
                                              (prepared.weights,))
-    codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=rows)
+    codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=prepared.rows)
     args = (key, codes, labels, jax.device_put(np.float32(fit_epsilon or 1.0)),
             prepared.traced_values(), prepared.size_value(), None, *weights)
     options = compiler_options(prepared.public_work(epsilon is not None), args,

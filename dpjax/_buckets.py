@@ -34,11 +34,23 @@ def pads(rows: int) -> bool:
     return rows <= BUCKET_MAX_ROWS
 
 
-def pad_to_bucket(array: np.ndarray, fill: Any) -> np.ndarray:
-    """``array`` with rows (its first axis) of ``fill`` appended up to :func:`row_bucket` rows;
-    unchanged past :data:`BUCKET_MAX_ROWS` rows."""
-    rows = array.shape[0]
-    if not pads(rows):
+def padded_rows(rows: int, multiple: int = 1) -> int:
+    """The rows a fit of ``rows`` rows holds once padded: its bucket (:func:`row_bucket`; past
+    :data:`BUCKET_MAX_ROWS` the rows themselves), rounded up to a multiple of ``multiple`` (the
+    devices that split the rows evenly)."""
+    bucket = row_bucket(rows) if pads(rows) else rows
+    return -(-bucket // multiple) * multiple
+
+
+def pad_rows(array: np.ndarray, rows: int, fill: Any) -> np.ndarray:
+    """``array`` with rows (its first axis) of ``fill`` appended up to ``rows`` rows."""
+    if rows == array.shape[0]:
         return array
-    extra = np.full((row_bucket(rows) - rows, *array.shape[1:]), fill, array.dtype)
+    extra = np.full((rows - array.shape[0], *array.shape[1:]), fill, array.dtype)
     return np.concatenate([array, extra])
+
+
+def pad_to_bucket(array: np.ndarray, fill: Any) -> np.ndarray:
+    """``array`` with rows of ``fill`` appended up to :func:`padded_rows` rows (unchanged past
+    :data:`BUCKET_MAX_ROWS` rows)."""
+    return pad_rows(array, padded_rows(array.shape[0]), fill)

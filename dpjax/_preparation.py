@@ -149,8 +149,8 @@ class Prepared:
     """The public range ``(lo, hi)`` of a regression target (``y`` float32 in it), or
     ``None`` for classification."""
     rows: int | None = None
-    """The fit's row count (every process's rows in a multi-process fit; ``None``: the
-    codes')."""
+    """The rows the fit's program reads, padding rows included (every process's in a
+    multi-process fit; ``None``: the codes')."""
 
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
         """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
@@ -179,10 +179,10 @@ class Prepared:
     def public_work(self, private: bool) -> float | None:
         """The bytes of codes a fit reads, from public facts only: the rows times the
         features, the rows being the public size of a private fit (declared, or the row
-        count under replace-one) or the row count of a non-private one (padded: its bucket's,
+        count under replace-one) or the rows a non-private one reads (padded: its bucket's,
         so that one bucket compiles with one option set); ``None`` when the
         row count is private (add/remove, no size declared)."""
-        rows = self.size if private else max(self.rows or 0, self.codes.shape[0])
+        rows = self.size if private else (self.rows or self.codes.shape[0])
         return None if rows is None else float(rows) * self.codes.shape[1]
 
     def size_value(self) -> jax.Array:
@@ -237,15 +237,16 @@ def prepare(
     classes: Any, n_bins: int | None, missing: Any, on_out_of_bounds: str, neighbouring: str,
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
     sample_weight: Any = None, task: str = "classification", y_bounds: Any = None,
-    rows: int | None = None, pad: bool = False,
+    pad: bool = False, devices: int = 1, process_rows: tuple[int, ...] | None = None,
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
-    feature spec and the codes, and start the ledger. ``rows``: the fit's row count where it
-    is not ``X``'s (a multi-process fit: every process's rows). ``pad``: pad the rows to their
-    bucket (:mod:`dpjax._buckets`) where the learner ignores padding rows
+    feature spec and the codes, and start the ledger. ``pad``: pad the rows to their bucket
+    (:mod:`dpjax._buckets`) where the learner ignores padding rows
     (:attr:`~dpjax.learner.Learner.pads_rows`; classification, at most
     :data:`~dpjax._buckets.BUCKET_MAX_ROWS` rows), so that row counts of one bucket share a
-    program."""
+    program. ``devices``: this process's devices that split the rows (:func:`held_rows`);
+    ``process_rows``: every process's row count in a multi-process fit (``None``: this
+    process's alone)."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
     public_size = _check_public_size(public_size)
@@ -270,11 +271,13 @@ def prepare(
                              private=epsilon is not None)
     weights = _check_sample_weight(sample_weight, config, table.shape[0])
     # every public limit before any work on the data (encoding, compiling, fitting), on the
-    # rows the fit holds: padded ones are at most BUCKET_MAX_ROWS, below every learner's row
-    # limit, so only the memory estimate sees them
-    rows = table.shape[0] if rows is None else rows
-    padded = pad and config.pads_rows and not regression and _buckets.pads(rows)
-    check_limits(config, (_buckets.row_bucket(rows) if padded else rows, table.shape[1]),
+    # rows the fit holds: padded ones are at most BUCKET_MAX_ROWS (or a device count) more,
+    # below every learner's row limit, so only the memory estimate sees them
+    counts = process_rows or (table.shape[0],)
+    rows = sum(counts)
+    held = held_rows(config, counts, devices, pad=pad, regression=regression,
+                     public_rows=neighbouring == "replace_one")
+    check_limits(config, (held * len(counts), table.shape[1]),
                  int(spec.max_codes), len(classes), batch, private=epsilon is not None,
                  weighted=weights is not None, regression=regression)
     config.check_request(epsilon is not None, delta)
@@ -301,14 +304,44 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
-    if padded:      # padding rows: codes 0, no class (the label n_classes), weight 0
-        codes, y_index = _buckets.pad_to_bucket(codes, 0), _buckets.pad_to_bucket(
-            y_index, len(classes))
-        weights = None if weights is None else _buckets.pad_to_bucket(weights, 0.0)
+    # padding rows: codes 0, no class (the label n_classes), weight 0
+    codes, y_index = (_buckets.pad_rows(codes, held, 0),
+                      _buckets.pad_rows(y_index, held, len(classes)))
+    weights = None if weights is None else _buckets.pad_rows(weights, held, 0.0)
     return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size),
-                    None if weights is None else jax.device_put(weights), target, rows)
+                    None if weights is None else jax.device_put(weights), target,
+                    held * len(counts))
+
+
+def held_rows(config: Learner, counts: tuple[int, ...], devices: int, *, pad: bool,
+              regression: bool, public_rows: bool) -> int:
+    """The rows this process holds once padded (:mod:`dpjax._buckets`): ``counts`` are every
+    process's own rows (one entry on one process), ``devices`` this process's devices.
+
+    * A learner that ignores padding rows (:attr:`~dpjax.learner.Learner.pads_rows`, a
+      classification) pads to the bucket of the largest count (``pad`` or several devices),
+      then to a multiple of ``devices``: every count fits, and every process holds as many.
+    * Otherwise the rows are as given: on several devices that needs a public row count
+      (``public_rows``: replace-one neighbours) split evenly, else the request is refused,
+      whatever the count (a refusal that depended on it would release it)."""
+    sharded = devices > 1 or len(counts) > 1
+    if config.pads_rows and not regression:
+        return _buckets.padded_rows(max(counts), devices) if pad or sharded else counts[0]
+    if not sharded:
+        return counts[0]
+    task = " regression" if regression else ""
+    if not public_rows:
+        raise ValueError(f"devices: {config.name}{task} reads the row count off the data's "
+                         "shape, so its rows cannot be padded to split across devices, and "
+                         "under add/remove the row count is private; fit it on one device "
+                         "(or under neighbouring='replace_one', where the row count is "
+                         "public)")
+    if len(set(counts)) > 1 or counts[0] % devices:
+        raise ValueError(f"devices: {config.name}{task} cannot pad its rows: every process "
+                         "must pass as many rows, a multiple of its device count")
+    return counts[0]
 
 
 TASKS = ("classification", "regression")

@@ -7,13 +7,17 @@ and sums each histogram with an all-reduce (``psum``). Only integer (fixed-point
 feed the releases, so the sums, the noise and the released model are bit-identical to the
 one-device fit under the same key (``tests/test_sharding.py``).
 
-The row count must be a multiple of the device count: padding rows would need every learner to
-mask them, and dropping rows would change the data, so neither is done silently.
+The rows are padded up to a multiple of the device count with padding rows (codes 0, no class,
+weight 0: :mod:`dpjax._buckets`), which every learner that may pad ignores
+(:attr:`~dpjax.learner.Learner.pads_rows`), so any row count fits and no error depends on it
+(the row count is private under add/remove). A learner or task that reads the row count off the
+shape (regression, rule lists' ``calibration="paper"``) cannot pad: over several devices it
+needs a public row count (``neighbouring="replace_one"``) that splits evenly.
 
 **Several processes** (``jax.distributed.initialize`` on every host, ``docs/multihost.md``):
 ``devices="all"`` is then every device of every process, each process passes *its own* rows
-(the same number in every process, a multiple of its local devices), and the program runs once
-over the global arrays (``jax.make_array_from_process_local_data``): histograms are
+(any number: the processes agree on one padded size, :func:`process_rows`), and the program
+runs once over the global arrays (``jax.make_array_from_process_local_data``): histograms are
 all-reduced across the hosts by XLA, the key is process 0's (broadcast, so that the noise is
 drawn once), and every process gets the same replicated model, bit-identical to one process
 fitting all the rows in process order (``tests/runtime/test_multihost.py``).
@@ -58,12 +62,10 @@ def resolve_devices(devices: int | str | Sequence[jax.Device] | None) -> list[ja
 
 def row_sharding(devices: Sequence[jax.Device], n_rows: int) -> NamedSharding:
     """Rows split evenly across ``devices``; ``ValueError`` when they do not divide
-    ``n_rows``."""
+    ``n_rows`` (the rows are padded to a multiple first: an internal error, which prints no
+    row count)."""
     if n_rows % len(devices):
-        raise ValueError(
-            f"devices: {n_rows} rows do not split evenly across {len(devices)} devices; use a "
-            f"device count that divides the row count (padding or dropping rows would change "
-            "the data)")
+        raise ValueError("devices: the rows do not split evenly across the devices")
     return NamedSharding(Mesh(np.asarray(devices), (AXIS,)), PartitionSpec(AXIS))
 
 
@@ -73,17 +75,21 @@ def spans_processes(devices: Sequence[jax.Device] | None) -> bool:
     return devices is not None and any(d.process_index != mine for d in devices)
 
 
-def global_rows(devices: Sequence[jax.Device] | None, local_rows: int) -> int:
-    """The fit's row count: this process's, or with devices of several processes the sum over
-    them, each of which must hold as many rows (``ValueError`` otherwise: the rows are split
-    evenly over the global devices)."""
+def process_rows(devices: Sequence[jax.Device] | None, local_rows: int) -> tuple[int, ...]:
+    """Every process's own row count, in process order (one gather across the processes of a
+    multi-process fit), or ``(local_rows,)`` on one process. The processes pad their rows to
+    one size (:func:`dpjax._buckets.padded_rows` of the largest), so any counts fit."""
     if not spans_processes(devices):
-        return local_rows
-    counts = np.asarray(multihost_utils.process_allgather(np.int64(local_rows))).reshape(-1)
-    if np.any(counts != counts[0]):
-        raise ValueError("devices: with several processes each must pass as many rows "
-                         "(the rows are split evenly over every process's devices)")
-    return int(counts.sum())
+        return (local_rows,)
+    counts = multihost_utils.process_allgather(np.int64(local_rows))
+    return tuple(int(c) for c in np.asarray(counts).reshape(-1))
+
+
+def local_device_count(devices: Sequence[jax.Device]) -> int:
+    """The devices of ``devices`` that belong to this process (each process holds the rows of
+    its own devices)."""
+    mine = jax.process_index()
+    return sum(d.process_index == mine for d in devices)
 
 
 def shared_key(devices: Sequence[jax.Device] | None, key: jax.Array) -> jax.Array:
@@ -99,13 +105,13 @@ def shard_rows(devices: Sequence[jax.Device] | None, *arrays: jax.Array,
                n_rows: int | None = None) -> tuple[jax.Array, ...]:
     """``arrays`` (leading axis: rows) placed row-sharded on ``devices`` (unchanged when
     ``None``); with devices of several processes each process's arrays are its rows of the
-    global arrays, in process order (``n_rows``: their total, :func:`global_rows`, gathered
-    here unless given)."""
+    global arrays, in process order (``n_rows``: their total, :func:`process_rows`, gathered
+    here unless given: every process holds as many)."""
     if devices is None:
         return arrays
     if spans_processes(devices):
         if n_rows is None:
-            n_rows = global_rows(devices, arrays[0].shape[0])
+            n_rows = sum(process_rows(devices, arrays[0].shape[0]))
         sharding = row_sharding(devices, n_rows)
         return tuple(jax.make_array_from_process_local_data(sharding, np.asarray(a),
                                                            (n_rows, *a.shape[1:]))

@@ -148,11 +148,13 @@ def test_an_xla_without_the_options_compiles_with_its_defaults(monkeypatch):
 
 
 def test_a_non_private_fit_counts_every_process_rows():
-    """``Prepared.public_work`` of a non-private fit counts the fit's rows (``rows``: every
-    process's in a multi-process fit), not this process's share."""
+    """``Prepared.public_work`` of a non-private fit counts the rows its program reads
+    (``rows``: every process's in a multi-process fit, each padded to one bucket), not this
+    process's share."""
     X = np.random.default_rng(0).integers(0, 2, (40, 3)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)
     fit = dict(method="rf_laplace", bounds=(0.0, 1.0), n_bins=2, classes=(0, 1),
                missing="error", on_out_of_bounds="clip", neighbouring="add_remove", params={})
     assert _preparation.prepare(X, y, epsilon=None, **fit).public_work(False) == 40 * 3
-    assert _preparation.prepare(X, y, epsilon=None, rows=80, **fit).public_work(False) == 80 * 3
+    assert _preparation.prepare(X, y, epsilon=None, process_rows=(40, 40),
+                                **fit).public_work(False) == 2 * 1024 * 3

@@ -193,13 +193,12 @@ def test_which_fits_are_padded(method, options, padded):
                                                           if k not in ("task", "y_bounds")},
                        task=options.get("task", "classification"),
                        y_bounds=options.get("y_bounds"), delta=1e-6, pad=True)
-    assert prepared.codes.shape[0] == (row_bucket(ROWS) if padded else ROWS)
-    assert prepared.rows == ROWS
+    assert prepared.codes.shape[0] == prepared.rows == (row_bucket(ROWS) if padded else ROWS)
 
 
 def test_fits_past_the_largest_bucket_are_not_padded(monkeypatch):
-    """(A fit over several devices is not padded either: its rows must split evenly across
-    them; ``tests/runtime/test_sharding.py`` shows it equals the one-device, padded fit.)"""
+    """(A fit over several devices pads them to a multiple of the device count:
+    ``tests/runtime/test_sharding.py`` shows it equals the one-device fit.)"""
     X, y = data()
     monkeypatch.setattr(_buckets, "BUCKET_MAX_ROWS", ROWS - 1)
     prepared = prepare(X, y, method="random_trees", epsilon=1.0, bounds=(0.0, 1.0),

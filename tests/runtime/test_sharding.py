@@ -45,6 +45,36 @@ SCRIPT = textwrap.dedent("""
             "ledger_equal": str(one.privacy) == str(eight.privacy),
             "n_leaves": len(jax.tree.leaves(one.params)),
         }}
+    # 9 rows over 2 devices: padded to a multiple of 2, never refused (the row count is
+    # private under add/remove), and the model is the 1-device one
+    nine = {{}}
+    for method in sorted(dpjax.LEARNERS):
+        one = dpjax.fit(X[:9], y[:9], method=method, key=3, **common, **small(method))
+        two = dpjax.fit(X[:9], y[:9], method=method, key=3, devices=2, **common,
+                        **small(method))
+        leaves = zip(jax.tree.leaves(one.params), jax.tree.leaves(two.params))
+        nine[method] = (all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in leaves)
+                        and str(one.privacy) == str(two.privacy))
+    out["nine_rows"] = nine
+    # regression cannot pad: refused over devices under add/remove whatever the row count,
+    # fitted under replace-one where the (public) row count splits evenly
+    target = X[:, 1].astype(float)
+    reg = dict(bounds=common["bounds"], n_bins=8, epsilon=1.0, task="regression",
+               y_bounds=(-4.0, 4.0), key=3)
+    refusals = []
+    for rows in (8, 9):
+        try:
+            dpjax.fit(X[:rows], target[:rows], method="boosted", devices=2, **reg)
+            refusals.append("fitted")
+        except ValueError as error:
+            refusals.append(str(error))
+    out["regression_refusals"] = refusals
+    one = dpjax.fit(X[:8], target[:8], method="boosted", neighbouring="replace_one", **reg)
+    two = dpjax.fit(X[:8], target[:8], method="boosted", neighbouring="replace_one",
+                    devices=2, **reg)
+    out["regression_replace_one"] = all(
+        np.array_equal(np.asarray(a), np.asarray(b))
+        for a, b in zip(jax.tree.leaves(one.params), jax.tree.leaves(two.params)))
     print(json.dumps(out))
 """)
 
@@ -81,10 +111,33 @@ def test_resolve_devices():
         resolve_devices([])
 
 
-def test_rows_must_split_evenly():
+@pytest.mark.parametrize("method", sorted(dpjax.LEARNERS))
+def test_nine_rows_fit_on_two_devices(eight_device_fits, method):
+    """Issue 50: 9 rows over 2 devices are padded, not refused (a refusal that depended on
+    the row count would release it), and give the 1-device model and ledger."""
+    assert eight_device_fits["nine_rows"][method]
+
+
+def test_a_learner_that_cannot_pad_is_refused_over_devices_whatever_its_row_count(
+        eight_device_fits):
+    eight, nine = eight_device_fits["regression_refusals"]
+    assert eight == nine        # the same refusal for 8 rows as for 9: no row-count channel
+    assert "cannot be padded" in eight and "8" not in eight and "9" not in eight
+    assert eight_device_fits["regression_replace_one"]
+
+
+def test_the_sharding_refuses_rows_that_do_not_split_without_printing_their_count():
     devices = jax.local_devices() * 3        # the same device thrice: a 3-way mesh of rows
-    with pytest.raises(ValueError, match="1000 rows do not split evenly across 3 devices"):
+    with pytest.raises(ValueError, match="do not split evenly") as error:
         row_sharding(devices, 1000)
+    assert "1000" not in str(error.value)
+
+
+def test_padded_rows_are_the_bucket_rounded_to_the_device_count():
+    from dpjax._buckets import padded_rows, row_bucket
+    assert padded_rows(9, 2) == row_bucket(9) == 1024
+    assert padded_rows(2**20 + 1, 3) == 2**20 + 2      # past the buckets: the next multiple
+    assert padded_rows(1500, 7) % 7 == 0 and padded_rows(1500, 7) >= row_bucket(1500)
 
 
 def test_one_device_is_the_default_fit():
