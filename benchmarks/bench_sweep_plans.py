@@ -75,8 +75,7 @@ def run(quick: bool, repeats: int, shape: str) -> str:
         rows.append((f"loop of {models} dpjax.fit", first.timings.compile_s,
                      time.perf_counter() - start, run_total))
     loop_wall = rows[-1][2]
-    seeds_by_map, grid_by_map = dpjax._api.sweep_plan("auto", dpjax.learners.get_learner(
-        "boosted"))
+    seeds_by_map, grid_by_map = dpjax._api.sweep_layout("auto")
     flags = (" --quick" if quick else "") + (f" --shape {shape}" if shape != "auto" else "")
     what = ("`boosted` defaults" if shape == "auto"
             else "`boosted` with shape='random', 20 trees x depth 6")

@@ -14,17 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from dpjax import _model, _preparation
 from dpjax._keys import as_key, seed_keys, seed_list
 from dpjax._model import Model, Sweep, Timings
+from dpjax._planning import fit_planned, sweep_models
 from dpjax._preparation import (
     check_budgets,
     compile_cached,
     compiler_options,
-    fit_grid,
     ledger_of,
     prepare,
     run_timed,
@@ -193,8 +192,13 @@ def fit(
             prepared.traced_values(), prepared.size_value(), None, *weights)
     options = compiler_options(prepared.public_work(epsilon is not None), args,
                                prepared.config.cpu_compile)
-    compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
-    (fitted, costs), run_s = to_local(run_timed(compiled, *args))
+    if prepared.config.planned:     # the schedule, the plan on the host, then the growth
+        run = fit_planned(prepared, epsilon is not None, args, options,
+                          lambda compiled, *a: to_local(run_timed(compiled, *a)))
+        fitted, costs, compile_s, run_s = run.params, run.costs, run.compile_s, run.run_s
+    else:
+        compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
+        (fitted, costs), run_s = to_local(run_timed(compiled, *args))
     ledger = ledger_of(prepared, epsilon, costs)
     if accountant is not None:
         accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
@@ -226,8 +230,9 @@ def sweep(
     """Fit every combination of ``epsilon`` and of the method's traced hyper-parameters given
     as sequences (boosted: ``learning_rate``, ``regularisation``; malpha: ``alpha``,
     ``beta_tree``; smooth_boost: ``kappa``, ``learning_rate``, ``min_signal``) with every
-    seed, as **one** jit-compiled call (the grid points vmapped; mapped one after the other for
-    learners that branch per point, ``Learner.sweep_by_map``: boosted).
+    seed, vectorised: one compiled program per plan (:mod:`dpjax._planning`: a planned
+    learner's schedules run first, in one program, and the models that took the same plan run
+    together, each with its own plan's work alone; other learners are one program).
 
     Static hyper-parameters (shapes: trees, depth, bins) are fixed for the sweep. ``epsilon``
     is one budget, a sequence, or ``None`` (non-private fits; must be asked for explicitly).
@@ -243,12 +248,9 @@ def sweep(
     ``accountant`` every model of the sweep (grid point x seed) spends from it. Other
     arguments as :func:`fit`.
 
-    ``parallel`` says how the models run: ``"vmap"`` (every grid point and seed in one
-    vectorised program: a branch taken by some models runs for all, masked), ``"map"`` (one
-    model after another) or ``"auto"`` (:func:`sweep_plan`: vectorised on an accelerator; on
-    CPU seeds one after another and grid points vectorised, except for learners that branch
-    per point, :attr:`~dpjax.learners.Learner.sweep_by_map`). Every choice gives the same
-    models bit for bit; only time and memory differ.
+    ``parallel`` says how the models of a plan run: ``"vmap"`` vectorised, ``"map"`` one
+    after another, ``"auto"`` (the default) by the backend (:func:`sweep_layout`). Every
+    choice gives the same models bit for bit; only time and memory differ.
     """
     if wants_private_bounds(bounds):
         raise ValueError("bounds='private' is dpjax.fit's: a sweep's models share one binning, "
@@ -266,8 +268,7 @@ def sweep(
     configs = tuple(get_learner(method, {**params, **{n: point[n] for n in traced}})
                     for point in grid)
     seeds = seed_list(seeds)
-    seeds_by_map, grid_by_map = sweep_plan(parallel, get_learner(method, params))
-    batch = len(grid) * (1 if seeds_by_map else len(seeds))
+    seeds_by_map, points_by_map = sweep_layout(parallel)
     if accountant is not None:
         accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds),
                          neighbouring=neighbouring)
@@ -275,59 +276,38 @@ def sweep(
                        bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
                        on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
                        params=params, public_size=public_size, delta=delta,
-                       batch=batch,      # a mapped grid still holds every model's params
+                       batch=1 if points_by_map else len(grid),    # one seed's models
                        task=task, y_bounds=y_bounds, pad=True)
-    fn, cache_key = prepared.fit_fn(private=private)
-
-    # Seeds by lax.map, grid points by vmap inside (fit_grid; by lax.map for learners that
-    # branch per point, Learner.sweep_by_map): work that depends neither on
-    # the traced settings nor on the noise (random structures, routing, counts) is done once
-    # per seed. The data are arguments, never baked-in constants: the compiled program is
-    # cached by shape and reused for other data of the same shape.
-    def batched(keys: jax.Array, codes: jax.Array, y: jax.Array,
-                points: dict[str, jax.Array], size: jax.Array) -> Any:
-        def one_seed(key: jax.Array) -> Any:
-            return fit_grid(fn, traced_names, key, codes, y, points, size, by_map=grid_by_map)
-
-        per_seed = jax.lax.map(one_seed, keys) if seeds_by_map else jax.vmap(one_seed)(keys)
-        return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), per_seed)
-
-    keys = seed_keys(seeds)
     encoded = [prepared.traced_values(config) for config in configs]
-    points = {n: jnp.stack([e[n] for e in encoded]) for n in traced_names}
-    points["epsilon"] = jnp.asarray([g["epsilon"] or 1.0 for g in grid], jnp.float32)
-    args = (keys, prepared.codes, prepared.y, points, prepared.size_value())
-    compiled, compile_s = compile_cached(batched, ("sweep", cache_key, names, seeds_by_map,
-                                                   grid_by_map), *args)
-    (fitted, costs), run_s = run_timed(compiled, *args)
+    points = {n: np.stack([np.asarray(e[n]) for e in encoded]) for n in traced_names}
+    points["epsilon"] = np.asarray([g["epsilon"] or 1.0 for g in grid], np.float32)
+    # every model's schedule, the plans on the host, one vectorised program per plan
+    run = sweep_models(prepared, private, seed_keys(seeds), points, prepared.size_value(),
+                       seeds_by_map, points_by_map)
     # each seed's model has its own ledger (its releases may differ: a schedule read off a
     # released size); the grid point reports the seed that spent the most
-    every = seed_ledgers(prepared, grid, configs, costs, len(seeds))
+    every = seed_ledgers(prepared, grid, configs, run.costs, len(seeds))
     if accountant is not None:
         for point, row in zip(grid, every, strict=True):
             for seed, ledger in zip(seeds, row, strict=True):
                 accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
     ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
-    return Sweep(configs, fitted, grid, seeds, prepared.spec, prepared.classes, ledgers,
-                 Timings(compile_s, run_s), prepared.target)
+    return Sweep(configs, jax.device_put(run.params), grid, seeds, prepared.spec,
+                 prepared.classes, ledgers, Timings(run.compile_s, run.run_s), prepared.target)
 
 
 PARALLEL = ("auto", "vmap", "map")
 
 
-def sweep_plan(parallel: str, config: Learner) -> tuple[bool, bool]:
-    """``(seeds_by_map, grid_by_map)`` of a sweep (``parallel``: :func:`sweep`): ``"vmap"``
-    vectorises both, ``"map"`` maps both; ``"auto"`` vectorises both on an accelerator (its
-    parallel lanes would idle otherwise) and on CPU maps the seeds and vectorises the grid
-    unless the learner branches per point (:attr:`Learner.sweep_by_map`: a vectorised branch
-    runs every side for every model), which measured faster on a 2-core CPU
-    (``benchmarks/results``)."""
+def sweep_layout(parallel: str) -> tuple[bool, bool]:
+    """``(seeds_by_map, points_by_map)``: whether a plan's seeds, and a seed's grid points,
+    run one after another (``lax.map``) rather than vectorised. ``"vmap"`` and ``"auto"``
+    vectorise both (a plan's models share every read of the codes, and a seed's points share
+    its structure; as many seeds at once as the memory limit allows), ``"map"`` maps both.
+    (Seeds mapped around vectorised points compiled some float operations differently here,
+    last bits apart from a single fit's, so no layout mixes the two.)"""
     if parallel not in PARALLEL:
         raise ValueError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
-    if parallel == "auto":
-        if jax.default_backend() != "cpu":
-            return False, False
-        return True, config.sweep_by_map
     return (parallel == "map",) * 2
 
 

@@ -152,29 +152,75 @@ class Prepared:
     """The rows the fit's program reads, padding rows included (every process's in a
     multi-process fit; ``None``: the codes')."""
 
+    def context(self, private: bool, size: jax.Array | None,
+                structure_key: jax.Array | None = None,
+                weights: jax.Array | None = None) -> FitContext:
+        """The :class:`~dpjax.learner.FitContext` of a fit: ``size`` the traced public size
+        (``None`` in the context where the learner must release a noisy count)."""
+        release_size = private and self.size is None
+        return FitContext(self.spec.n_codes, len(self.classes), self.sensitivity,
+                          size if private and not release_size else None, structure_key,
+                          self.ledger.requested_delta, weights, self.spec.n_ordered,
+                          self.target)
+
+    def cache_key(self, private: bool) -> Any:
+        """The compile-cache key of this request's programs: the config (equal configs compile
+        to the same program), the data's static facts and the privacy mode."""
+        return (self.config, tuple(np.asarray(self.spec.n_codes).tolist()),
+                tuple(np.asarray(self.spec.n_ordered).tolist()), len(self.classes),
+                self.sensitivity, private, private and self.size is None,
+                self.ledger.requested_delta, self.target)
+
     def fit_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
         """``fn(key, codes, y, epsilon, traced, size, structure_key[, weights]) -> (params,
         costs)`` (``epsilon`` ignored when not ``private``; ``traced`` maps the config's traced
         hyper-parameters to arrays; ``size`` the public size, ignored when the learner must
         release a noisy count; ``structure_key`` the key of data-independent structure, or
-        ``None``; ``weights`` the record weights or ``None``) and its compile-cache key: the
-        config (equal configs compile to the same program), the data's static facts and the
-        privacy mode."""
-        config, release_size = self.config, private and self.size is None
-        n_codes, n_classes = self.spec.n_codes, len(self.classes)
-        n_ordered = self.spec.n_ordered
+        ``None``; ``weights`` the record weights or ``None``): the learner's pure fit, and its
+        compile-cache key (:meth:`cache_key`)."""
+        config = self.config
 
         def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
                traced: dict[str, jax.Array], size: jax.Array,
                structure_key: jax.Array | None, weights: jax.Array | None = None) -> Any:
-            context = FitContext(n_codes, n_classes, self.sensitivity,
-                                 size if private and not release_size else None, structure_key,
-                                 self.ledger.requested_delta, weights, n_ordered, self.target)
-            return config.fit(key, codes, y, epsilon if private else None, context, **traced)
+            return config.fit(key, codes, y, epsilon if private else None,
+                              self.context(private, size, structure_key, weights), **traced)
 
-        return fn, (config, tuple(np.asarray(n_codes).tolist()),
-                    tuple(np.asarray(n_ordered).tolist()), n_classes, self.sensitivity,
-                    private, release_size, self.ledger.requested_delta, self.target)
+        return fn, self.cache_key(private)
+
+    def schedule_fn(self, private: bool) -> tuple[Callable[..., Any], Any]:
+        """``fn(key, y, epsilon, traced, size[, weights]) -> (schedule, costs)``: the
+        learner's schedule (:meth:`~dpjax.learner.Learner.schedule`, the releases its plan
+        reads), and its compile-cache key."""
+        config = self.config
+
+        def fn(key: jax.Array, y: jax.Array, epsilon: jax.Array, traced: dict[str, jax.Array],
+               size: jax.Array, weights: jax.Array | None = None) -> Any:
+            return config.schedule(key, y, epsilon if private else None,
+                                   self.context(private, size, None, weights), **traced)
+
+        return fn, ("schedule", self.cache_key(private))
+
+    def grow_fn(self, private: bool, plan: Any) -> tuple[Callable[..., Any], Any]:
+        """``fn(key, codes, y, epsilon, traced, size, structure_key, released[, weights]) ->
+        (params, costs)``: the learner's fit under the static ``plan``
+        (:meth:`~dpjax.learner.Learner.grow`) after its schedule ``released``, and its
+        compile-cache key (the plan in it)."""
+        config = self.config
+
+        def fn(key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array,
+               traced: dict[str, jax.Array], size: jax.Array, structure_key: jax.Array | None,
+               released: Any, weights: jax.Array | None = None) -> Any:
+            return config.grow(plan, key, codes, y, epsilon if private else None,
+                               self.context(private, size, structure_key, weights), released,
+                               **traced)
+
+        return fn, ("grow", plan, self.cache_key(private))
+
+    def planning_context(self, private: bool) -> FitContext:
+        """The static context a plan is settled in (:meth:`~dpjax.learner.Learner.plan`: the
+        codes, classes, sensitivity, ``δ`` and target; no traced values)."""
+        return self.context(private, None)
 
     def public_work(self, private: bool) -> float | None:
         """The bytes of codes a fit reads, from public facts only: the rows times the
@@ -445,6 +491,20 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
             "chunk), or raise the limit with DPJAX_MEMORY_LIMIT_GB")
 
 
+def affordable_models(prepared: Prepared) -> int:
+    """How many models of ``prepared``'s fit one program holds within the memory limit
+    (:func:`memory_limit`; the codes and what derives from them alone counted once,
+    :meth:`~dpjax.learner.Learner.shared_footprint`): a sweep fits its models in programs of at
+    most this many."""
+    config, (m, n) = prepared.config, prepared.codes.shape
+    rows = prepared.rows or m
+    each = config.footprint(rows, n, int(prepared.spec.max_codes), len(prepared.classes))
+    shared = config.shared_footprint(rows, n)
+    if each <= shared:
+        return 2**31 - 1
+    return max(1, int((memory_limit() - shared) // (each - shared)))
+
+
 def check_budgets(epsilon: Any) -> list[float]:
     """One budget or a flat, non-empty sequence of budgets, each checked."""
     values = np.asarray(epsilon, dtype=object)
@@ -460,7 +520,7 @@ def fit_grid(fn: Callable[..., Any], traced: tuple[str, ...], key: jax.Array,
     """``(params, costs)`` of every grid point of one seed key, stacked on a leading axis:
     each point has its own noise key and all share the data-independent structure key
     (:func:`grid_keys`). The points are vmapped, or fitted one after the other with
-    ``by_map`` (:attr:`dpjax.learners.Learner.sweep_by_map`)."""
+    ``by_map`` (a planned learner's pure fit, :attr:`dpjax.learner.Learner.planned`)."""
     structure_key, point_keys = grid_keys(key, points["epsilon"].shape[0])
 
     def fit_point(point_key: jax.Array, point: dict[str, jax.Array]) -> Any:

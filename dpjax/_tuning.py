@@ -45,9 +45,9 @@ them.
 
 ``K`` is never capped: a truncated geometric is another algorithm, with another bound. The
 run time grows with ``K`` (``P[K > k] = (1 − γ)^k``). Runs are fitted in chunks of
-:data:`CHUNK` candidates by one compiled program (vmapped, or mapped for learners whose fits
-branch per point, ``Learner.sweep_by_map``), reused for every chunk; the last chunk's unused
-slots are computed and discarded (their scores never read).
+:data:`CHUNK` candidates by one compiled program (vmapped, or mapped for learners whose pure
+fit decides a plan in the program, ``Learner.planned``), reused for every chunk; the last
+chunk's unused slots are computed and discarded (their scores never read).
 
 This module names no learner (``docs/design.md#layout``): the search space is derived from the
 registered config's traced fields.
@@ -473,7 +473,7 @@ class Selection:
             points = {n: jnp.asarray([d[n] for d in drawn], jnp.float32)
                       for n in base.traced_names()}
         _, fit_cache_key = self.part.fit_fn(private=True)
-        program = chunk_program(run_function(self.part), base.sweep_by_map)
+        program = chunk_program(run_function(self.part), base.planned)
         args = (noise_keys, points, jnp.float32(self.epsilon_c), self.part.codes, self.part.y,
                 self.val_codes, self.val_y, self.part.size_value())
         compiled, compile_s = compile_cached(program, ("tune", fit_cache_key, CHUNK), *args)
@@ -511,7 +511,7 @@ def selection(
     prepared = prepare(X, y, method=base, epsilon=epsilon, bounds=bounds, classes=classes,
                        n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
                        neighbouring=neighbouring, params={},
-                       batch=1 if base.sweep_by_map else CHUNK)
+                       batch=1 if base.planned else CHUNK)
     epsilon_c = run_epsilon(epsilon)
     validation = validation_coins(split_key, prepared.codes.shape[0], validation_share)
     val_rows = np.flatnonzero(validation)

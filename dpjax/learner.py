@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import jax
@@ -97,12 +97,6 @@ class Learner:
     """Base class of the learner configs (see the module docstring)."""
 
     name: ClassVar[str]
-    sweep_by_map: ClassVar[bool] = False
-    """On CPU, ``dpjax.sweep`` (``parallel="auto"``) fits the grid points one after the other
-    (``lax.map``) instead of vmapping them: for learners whose work per point is branches on
-    traced values (a vmapped ``lax.cond`` runs every branch for every point), or that measured
-    faster mapped (:func:`dpjax._api.sweep_plan`). On an accelerator every sweep is
-    vectorised."""
 
     cpu_compile: ClassVar[str] = "default"
     """The XLA options of the learner's every :func:`dpjax.fit` on CPU whose work is private
@@ -189,6 +183,41 @@ class Learner:
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
         raise NotImplementedError
+
+    # --- plan, then step (docs/design.md, "Plan, then step") -------------------------------
+
+    @property
+    def planned(self) -> bool:
+        """Whether the learner settles a plan before the program that fits it: its
+        :meth:`schedule` releases what the plan reads in a small program of its own, the
+        runtime reads the plan off it on the host (:meth:`plan`), and :meth:`grow` fits under
+        that static plan (models that share one run as one vectorised program). A learner
+        without a plan's choice (the default) is fitted by :meth:`fit` alone. The pure
+        :meth:`fit` of a planned learner decides its plan in the program (``lax.cond``):
+        vectorised, it runs every plan for every model, so a program that vectorises it (an
+        audit, a tuning run) maps it instead."""
+        return type(self).schedule is not Learner.schedule
+
+    def schedule(self, key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+                 context: FitContext, **traced: jax.Array) -> tuple[Any, Any]:
+        """``(released, costs)``: the releases a plan reads (a released size, read off ``y``
+        alone) and the schedule read off them, with the costs of those releases; pure. The
+        fit's key is the same in :meth:`schedule` and :meth:`grow`: each draws from its own
+        streams of it. Planned learners only (:attr:`planned`)."""
+        raise NotImplementedError(f"{self.name} settles no plan")
+
+    def plan(self, released: Any, context: FitContext, private: bool) -> Hashable:
+        """The static, hashable plan of one model, read on the host off its released
+        schedule (post-processing of released values; ``released`` as numpy values)."""
+        raise NotImplementedError(f"{self.name} settles no plan")
+
+    def grow(self, plan: Any, key: jax.Array, codes: jax.Array, y: jax.Array,
+             epsilon: jax.Array | None, context: FitContext, released: Any,
+             **traced: jax.Array) -> tuple[Any, Any]:
+        """``(params, costs)`` of the fit under the static ``plan`` after its
+        :meth:`schedule` ``released`` (the costs of the releases made here; with the
+        schedule's, the costs of :meth:`fit`, bit for bit the same model)."""
+        raise NotImplementedError(f"{self.name} settles no plan")
 
     def proba(self, params: Any, codes: jax.Array) -> jax.Array:
         """Class scores ``[m, C]``."""

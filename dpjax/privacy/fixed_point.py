@@ -16,10 +16,13 @@ JAX has no int64 without x64 mode, which would change every program.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 from jax.typing import ArrayLike
 
 BITS = 8
@@ -175,6 +178,52 @@ def row_chunks(m: int) -> tuple[int, jax.Array]:
     return chunk_count(m), jnp.right_shift(jnp.arange(m, dtype=jnp.int32), CHUNK_BITS)
 
 
+def segment_sum(values: jax.Array, segments: jax.Array, num_segments: int) -> jax.Array:
+    """``jax.ops.segment_sum(values, segments, num_segments)`` (``values [*segments.shape,
+    ...]``; ids out of range dropped) whose ``vmap`` reads the rows once per batch
+    (``docs/design.md``, "Models share reads"): XLA's own batching of a scatter with batched ids
+    runs several times slower on a CPU than one model after another, so a batch of models is
+    summed as one segment sum:
+
+    * batched ``segments`` (each model its own cells): model ``b``'s ids offset by
+      ``b·num_segments``, one scatter of every model's rows;
+    * shared ``segments`` (models that share their cells: a sweep's grid points on one random
+      structure): the models' values on the last axis, one scatter whose every update carries
+      every model's statistics.
+
+    Each output sums the same rows in the same order as the model's own segment sum: the same
+    integers, and the same floats (``tests/privacy/test_fixed_point.py``)."""
+    return _segment_sum(int(num_segments))(values, segments)
+
+
+@functools.cache
+def _segment_sum(num_segments: int) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    @custom_vmap
+    def summed(values: jax.Array, segments: jax.Array) -> jax.Array:
+        return jax.ops.segment_sum(values, segments, num_segments)
+
+    @summed.def_vmap
+    def batched(axis_size: int, in_batched: list[bool], values: jax.Array,
+                segments: jax.Array) -> tuple[jax.Array, bool]:
+        values_batched, segments_batched = in_batched
+        rows = segments.ndim - segments_batched                  # a model's row axes
+        extra = values.shape[rows + values_batched:]             # per-row statistic axes
+        if segments_batched:
+            if not values_batched:
+                values = jnp.broadcast_to(values, (axis_size, *values.shape))
+            offset = num_segments * jnp.arange(axis_size, dtype=segments.dtype)
+            flat = segments + offset.reshape((axis_size,) + (1,) * (segments.ndim - 1))
+            out = segment_sum(values.reshape((-1, *extra)), flat.reshape(-1),
+                              axis_size * num_segments)
+            return out.reshape((axis_size, num_segments, *extra)), True
+        if values_batched:
+            out = segment_sum(jnp.moveaxis(values, 0, -1), segments, num_segments)
+            return jnp.moveaxis(out, -1, 0), True
+        return segment_sum(values, segments, num_segments), False
+
+    return summed
+
+
 def exact_segment_sum(values: jax.Array, segments: jax.Array,
                       num_segments: int) -> jax.Array | WideSum:
     """``jax.ops.segment_sum`` of int32 fixed-point ``values [m, ...]`` (each within
@@ -185,10 +234,9 @@ def exact_segment_sum(values: jax.Array, segments: jax.Array,
     :func:`shift_clip`."""
     m = values.shape[0]
     if m <= MAX_ROWS:
-        return jax.ops.segment_sum(values, segments, num_segments)
+        return segment_sum(values, segments, num_segments)
     n_chunks, chunk = row_chunks(m)
-    parts = jax.ops.segment_sum(values, chunk * num_segments + segments,
-                                n_chunks * num_segments)
+    parts = segment_sum(values, chunk * num_segments + segments, n_chunks * num_segments)
     return wide_total(parts.reshape((n_chunks, num_segments) + values.shape[1:]))
 
 

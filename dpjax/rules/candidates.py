@@ -260,8 +260,8 @@ def literal_counts(codes: jax.Array, weights: jax.Array, literals: Literals,
     flat = jnp.minimum(codes.astype(jnp.int32), jnp.asarray(n_codes - 1, jnp.int32)) + (
         jnp.asarray(offsets, jnp.int32))
     data = jnp.broadcast_to(weights.T.astype(jnp.int32)[:, None, :], (m, n, k))
-    hist = jax.ops.segment_sum(data.reshape(m * n, k), flat.reshape(-1),
-                               num_segments=int(n_codes.sum()))
+    hist = fixed_point.segment_sum(data.reshape(m * n, k), flat.reshape(-1),
+                                   int(n_codes.sum()))
     prefix = jnp.concatenate([jnp.zeros((1, k), jnp.int32), jnp.cumsum(hist, axis=0)])
     start = offsets[literals.feature] + literals.lo
     inside = prefix[start + literals.hi - literals.lo + 1] - prefix[start]      # [L, K]

@@ -416,8 +416,8 @@ def fit(config: RuleListLearner, key: jax.Array, codes: jax.Array, y: jax.Array,
     pairs = jnp.where(active[:, None], pairs, 0)     # a node's choice is released iff taken
     fires = active[None, :] & rows_of(pairs[:, 0]) & rows_of(pairs[:, 1])
     cell = jnp.where(fires.any(axis=1), jnp.argmax(fires, axis=1), max_rules)
-    hist = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=jnp.int32), cell,
-                               num_segments=max_rules + 1)
+    hist = fixed_point.segment_sum(jax.nn.one_hot(labels, 2, dtype=jnp.int32), cell,
+                                   max_rules + 1)
     if private:
         counts, costs["rule label counts (disjoint cells)"] = laplace_mechanism(
             k_counts, hist, sensitivity, eps_node, integer=True, label="sens. 1")

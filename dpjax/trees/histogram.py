@@ -63,8 +63,8 @@ def packed_histogram(packed: jax.Array, node: jax.Array, stats: jax.Array, n_nod
     base = node.astype(jnp.int32) * joint_codes
 
     def group_histogram(joint: jax.Array) -> jax.Array:
-        return jax.ops.segment_sum(stats, base + joint.astype(jnp.int32),
-                                   num_segments=n_nodes * joint_codes)
+        return fixed_point.segment_sum(stats, base + joint.astype(jnp.int32),
+                                       n_nodes * joint_codes)
 
     joint = jax.lax.map(group_histogram, packed)                  # [G, nodes·C^g, S]
     joint = joint.reshape((packed.shape[0], n_nodes) + (n_codes,) * group + stats.shape[-1:])
@@ -128,7 +128,7 @@ def split_stats(hist: jax.Array | WideSum) -> tuple[jax.Array, jax.Array] | tupl
 
 def leaf_stats(leaf: jax.Array, stats: jax.Array, n_leaves: int) -> jax.Array:
     """Per-leaf sums ``[n_leaves, S]`` of ``stats`` ``[m, S]`` given each example's leaf."""
-    return jax.ops.segment_sum(stats, leaf, num_segments=n_leaves)
+    return fixed_point.segment_sum(stats, leaf, n_leaves)
 
 
 def valid_thresholds(n_codes_per_feature: jax.Array, n_codes: int) -> jax.Array:

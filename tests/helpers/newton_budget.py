@@ -1,4 +1,4 @@
-"""Private Newton boosting's budget split (``dpjax.ensembles.newton.boosting.fit``) restated
+"""Private Newton boosting's budget split (``dpjax.ensembles.newton.schedule.schedule``) restated
 from its public parts, for the tests that compose it (``tests/ensembles/newton``,
 ``tests/privacy/test_dp_accounting.py``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from dpjax.ensembles.newton.boosting import SCOUT_SHARE
+from dpjax.ensembles.newton.schedule import SCOUT_SHARE
 from dpjax.privacy.composition import round_budget, round_rho, zcdp_budget
 from dpjax.privacy.rounding import round_down
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dpjax
-from dpjax import _api, _preparation
+from dpjax import _api, _planning, _preparation
 from dpjax._buckets import row_bucket
 from dpjax._preparation import (
     CPU_COMPILE,
@@ -99,6 +99,7 @@ def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
 
     monkeypatch.setattr(_api, "compiler_options", spy_options)
     monkeypatch.setattr(_api, "compile_cached", spy_compile)
+    monkeypatch.setattr(_planning, "compile_cached", spy_compile)
     monkeypatch.setattr(type(get_learner("rf_laplace")), "cpu_compile", "lean")
     monkeypatch.setenv(QUICK_ENV, "auto")
     X = np.random.default_rng(0).integers(0, 2, (40, 3)).astype(np.float32)
@@ -114,7 +115,8 @@ def test_a_fit_counts_its_work_from_public_facts_only(monkeypatch):
     assert seen == [(None, "lean"), (50 * 3, "lean"), (40 * 3, "lean"),
                     (row_bucket(40) * 3, "lean")]
     quick = QUICK_COMPILE if ON_CPU else {}
-    assert chosen == [LEAN_COMPILE if ON_CPU else {}, quick, quick, quick, None]
+    # the sweep's programs (its models' keys, its one plan) with XLA's defaults
+    assert chosen == [LEAN_COMPILE if ON_CPU else {}, quick, quick, quick, None, None]
 
 
 @pytest.mark.parametrize("method", ["boosted", "rule_list", "smooth_boost"])

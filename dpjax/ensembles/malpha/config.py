@@ -96,10 +96,6 @@ class MalphaBoosted(Learner):
     ``shrinkage`` were chosen on the shared datasets (``experiments/learner_defaults.py``).
     ``budget="paper"`` or ``prior_share=0`` boosts every tree after a noisy row count."""
 
-    # a sweep on CPU maps its grid points: measured faster (adult, 8 ε x 8 seeds:
-    # 4.0 s against 4.5 s vmapped)
-    sweep_by_map: ClassVar[bool] = True
-
     name: ClassVar[str] = "malpha"
     binary: ClassVar[bool] = True
     pads_rows: ClassVar[bool] = True    # class_stats zeroes a padding row; the size counts labels

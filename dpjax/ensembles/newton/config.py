@@ -10,13 +10,25 @@ import jax
 import numpy as np
 
 from dpjax.data.describe import code_label
-from dpjax.ensembles.newton import boosting
-from dpjax.ensembles.newton.boosting import NOISES, RESIDUAL_CLIP_FLOOR, SHAPES, max_rounds
+from dpjax.ensembles.newton import boosting, rounds
 from dpjax.ensembles.newton.model import (
     NewtonBoostedModel,
     newton_decision,
     newton_predict,
     newton_proba,
+)
+from dpjax.ensembles.newton.rounds import RESIDUAL_CLIP_FLOOR
+from dpjax.ensembles.newton.schedule import (
+    MANY_FEATURES,
+    NOISES,
+    SHAPES,
+    Frame,
+    Plan,
+    Schedule,
+    check_multiclass,
+    max_rounds,
+    schedule,
+    settle,
 )
 from dpjax.learner import (
     FitContext,
@@ -58,7 +70,7 @@ class Boosted(Learner):
     ``learning_rate``, ``regularisation``, ``min_signal``, ``cell_signal`` and
     ``split_share`` are traced
     (sweepable); the number of rounds is a public function of ``ε``, ``δ``, the feature count
-    and the released size (:func:`dpjax.ensembles.newton.boosting.active_rounds`).
+    and the released size (:func:`dpjax.ensembles.newton.schedule.active_rounds`).
     ``prior_share`` is the share of ``ε`` for the released prior; ``n_trees`` and ``depth``
     size the random shape's trees. ``noise="laplace"`` (the default) draws exact discrete
     Laplace noise (pure ``ε``-DP at ``delta = 0``; at ``delta > 0`` the rounds take the split
@@ -81,7 +93,6 @@ class Boosted(Learner):
     name: ClassVar[str] = "boosted"
     cpu_compile: ClassVar[str] = "lean"
     default_bins: ClassVar[int] = 32     # merged where the data is small (cell_signal)
-    sweep_by_map: ClassVar[bool] = True     # each round skips its dead or unused branch
     regression: ClassVar[bool] = True       # task="regression": the clipped squared loss
     pads_rows: ClassVar[bool] = True        # gradient_stats zeroes a padding row's (g, h)
     shape: str = hyper("auto", choice(*SHAPES))
@@ -113,7 +124,7 @@ class Boosted(Learner):
                              "rounds: use noise='laplace'")
 
     def check_regression(self, private: bool) -> None:
-        boosting.check_multiclass(self, private, "regression")
+        check_multiclass(self, private, "regression")
 
     def check_request(self, private: bool, delta: float) -> None:
         if private and self.noise == "gaussian" and delta <= 0.0:
@@ -136,6 +147,27 @@ class Boosted(Learner):
     def fit(self, key: jax.Array, codes: jax.Array, y: jax.Array, epsilon: jax.Array | None,
             context: FitContext, **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
         return boosting.fit(self, key, codes, y, epsilon, context, **traced)
+
+    def schedule(self, key: jax.Array, y: jax.Array, epsilon: jax.Array | None,
+                 context: FitContext, **traced: jax.Array) -> tuple[Schedule, Any]:
+        """The prior (and the scout, the fallback's second prior) and the public schedule read
+        off it (:func:`~dpjax.ensembles.newton.schedule.schedule`)."""
+        frame = Frame.of(self, len(context.n_codes_per_feature), context, epsilon is not None)
+        return schedule(frame, key, y, epsilon, self.resolve_traced(traced))
+
+    def plan(self, released: Schedule, context: FitContext, private: bool) -> Plan:
+        """The shape and noise a released schedule took
+        (:func:`~dpjax.ensembles.newton.schedule.settle`)."""
+        return settle(Frame.of(self, len(context.n_codes_per_feature), context, private),
+                      released)
+
+    def grow(self, plan: Plan, key: jax.Array, codes: jax.Array, y: jax.Array,
+             epsilon: jax.Array | None, context: FitContext, released: Schedule,
+             **traced: jax.Array) -> tuple[NewtonBoostedModel, Any]:
+        """The rounds of ``plan`` (:func:`~dpjax.ensembles.newton.rounds.grow`)."""
+        frame = Frame.of(self, codes.shape[1], context, epsilon is not None)
+        return rounds.grow(frame, plan, key, codes, y, released, context.structure_key,
+                           self.resolve_traced(traced))
 
     def decision(self, params: NewtonBoostedModel, codes: jax.Array) -> jax.Array:
         """``F(x)``: the log-odds of the second class ``[m]``, or with more than two classes
@@ -221,7 +253,7 @@ class Boosted(Learner):
 
     def may_grow_oblivious(self, n_features: int) -> bool:
         """Whether a fit on ``n_features`` features may boost oblivious trees:
-        ``shape="oblivious"``, or ``"auto"`` on :data:`~dpjax.ensembles.newton.boosting.
+        ``shape="oblivious"``, or ``"auto"`` on :data:`~dpjax.ensembles.newton.schedule.
         MANY_FEATURES` features or more."""
         return self.shape == "oblivious" or (self.shape == "auto"
-                                             and n_features >= boosting.MANY_FEATURES)
+                                             and n_features >= MANY_FEATURES)

@@ -11,14 +11,9 @@ import pandas as pd
 import pytest
 
 import dpjax
-from dpjax.ensembles.newton.boosting import (
-    FILTER_LABEL,
-    GRAD_UNIT,
-    PRIOR_LABEL,
-    filter_records,
-    gradient_stats,
-    individual_losses,
-)
+from dpjax.ensembles.newton.individual import FILTER_LABEL, filter_records, individual_losses
+from dpjax.ensembles.newton.releases import GRAD_UNIT, PRIOR_LABEL
+from dpjax.ensembles.newton.rounds import gradient_stats
 from dpjax.mechanisms.exponential import GAMMA_SLACK
 from dpjax.mechanisms.laplace import integer_grid
 from tests.helpers.fits import fit_newton_boosted

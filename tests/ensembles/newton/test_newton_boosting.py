@@ -16,25 +16,24 @@ import pytest
 
 import dpjax
 from dpjax.ensembles.newton import active_rounds, auto_uses_random, newton_decision
-from dpjax.ensembles.newton.boosting import (
+from dpjax.ensembles.newton.releases import (
     GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
-    MANY_FEATURES,
     PRIOR_LABEL,
     ROUND_LABELS,
     SCOUT_LABEL,
     SELECT_LABEL,
-    STEP_CLIP,
     cell_bound,
-    cyclic_rounds,
-    gaussian_pays,
-    gradient_stats,
-    max_rounds,
-    merged_cells,
-    newton_moves,
-    noise_kinds,
     noise_scale,
     release_sums,
+)
+from dpjax.ensembles.newton.rounds import STEP_CLIP, gradient_stats, merged_cells, newton_moves
+from dpjax.ensembles.newton.schedule import (
+    MANY_FEATURES,
+    cyclic_rounds,
+    gaussian_pays,
+    max_rounds,
+    noise_kinds,
     resolution_cells,
     split_round,
 )
@@ -428,16 +427,16 @@ def test_boosted_config_validates():
 
 
 @pytest.mark.slow
-def test_sweep_maps_grid_points_and_each_equals_its_single_fit():
-    """The boosted sweep fits its grid points one after the other (``sweep_by_map``: each
-    round skips the branch it does not use): grid point ``i`` of seed ``j`` is exactly the
-    learner's fit with its own noise key and the seed's shared structure key (and the model's
+def test_sweep_groups_models_by_plan_and_each_equals_its_single_pure_fit():
+    """The boosted sweep settles each model's plan before the program that grows it (the
+    models of one plan vectorised together, each with its plan's work alone): grid point ``i``
+    of seed ``j`` is exactly the learner's pure fit (every plan compiled, decided per round by
+    ``lax.cond``) with its own noise key and the seed's shared structure key (and the model's
     ordered codes, which the fit merges), on both sides of the auto shape's switch (few rounds
     at the small ε: random trees; a full cyclic pass at the large one)."""
     from dpjax._keys import grid_keys
-    from dpjax._preparation import fit_grid
 
-    assert Boosted.sweep_by_map and "by_map" in inspect.signature(fit_grid).parameters
+    assert Boosted().planned
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     fit = dict(method="boosted", bounds={c: (0.0, 1.0) for c in X.columns}, n_bins=8)
     sweep = dpjax.sweep(X, Y, epsilon=[0.02, 5.0], learning_rate=[0.5, 1.0], seeds=2, **fit)

@@ -14,7 +14,7 @@ import pytest
 
 import dpjax
 from dpjax.data import DataDependentWarning, OutOfBoundsWarning, target_units
-from dpjax.ensembles.newton.boosting import (
+from dpjax.ensembles.newton.releases import (
     GRAD_UNIT,
     HESSIAN_WEIGHT,
     MEAN_LABEL,
@@ -23,9 +23,9 @@ from dpjax.ensembles.newton.boosting import (
     loss_spread,
     mean_prior,
     release_moments,
-    residual_stats,
     round_units,
 )
+from dpjax.ensembles.newton.rounds import residual_stats
 
 Y_BOUNDS = (0.0, 10.0)
 

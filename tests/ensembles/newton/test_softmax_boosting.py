@@ -12,16 +12,16 @@ import pandas as pd
 import pytest
 
 import dpjax
-from dpjax.ensembles.newton.boosting import (
+from dpjax.ensembles.newton.releases import (
     GRAD_UNIT,
     MAJORITY_LABEL,
     PRIOR_LABEL,
     ROUND_LABELS,
-    gradient_stats,
     loss_spread,
     pooled_prior,
     round_units,
 )
+from dpjax.ensembles.newton.rounds import gradient_stats
 
 
 @pytest.mark.parametrize("n_classes", [3, 4, 10])

@@ -13,8 +13,8 @@ import pytest
 
 import dpjax
 from dpjax import _preparation
-from dpjax.ensembles.newton import Boosted, boosting
-from dpjax.ensembles.newton.boosting import MANY_FEATURES
+from dpjax.ensembles.newton import Boosted, releases, schedule
+from dpjax.ensembles.newton.schedule import MANY_FEATURES
 from dpjax.learners import get_learner
 from dpjax.mechanisms import laplace
 from dpjax.privacy import fixed_point
@@ -48,7 +48,7 @@ def test_wide_sums_release_the_same_models_bit_for_bit(monkeypatch, n_classes, b
     ``2**35`` rows would (grids of 64 and ``2**16`` units), the wide sums' grid values are
     read through every branch of :func:`dpjax.privacy.fixed_point.shift_clip`."""
     if bound is not None:
-        monkeypatch.setattr(boosting, "sums_bound", lambda size: jnp.float32(bound))
+        monkeypatch.setattr(schedule, "sums_bound", lambda size: jnp.float32(bound))
     X, y = toy(1_000, n_classes)
     configs = [{"shape": "random", "depth": 3},
                {"shape": "random", "depth": 3, "neighbouring": "replace_one"}]
@@ -119,7 +119,7 @@ def test_a_coarse_grid_charges_every_coordinate_a_change_moves(monkeypatch):
         seen.append(kwargs["touched"])
         return laplace.laplace_mechanism(*args, **kwargs)
 
-    monkeypatch.setattr(boosting, "laplace_mechanism", spy)
+    monkeypatch.setattr(releases, "laplace_mechanism", spy)
     monkeypatch.setattr(_preparation, "_COMPILED", collections.OrderedDict())
     X, y = toy(200, 2)
     for neighbouring in ("add_remove", "replace_one"):
