@@ -7,7 +7,8 @@
 
 The public API is what this module lists in ``__all__``; the subpackages (``data``,
 ``privacy``, ``mechanisms``, ``trees``, ``losses``, ``ensembles``, ``rules``, ``auditing``) are
-the documented building blocks, and ``dpjax.learners``, ``dpjax.sklearn``, ``dpjax.plots`` and
+the documented building blocks, ``dpjax.functional`` the pure functions to use inside your own
+JAX programs, and ``dpjax.learners``, ``dpjax.sklearn``, ``dpjax.plots`` and
 ``dpjax.compilation_cache`` the optional front ends. Modules whose names start with ``_`` are
 internal.
 
@@ -43,8 +44,9 @@ _EXPORTS = {
     "list_datasets": "dpjax.data",
 }
 """Each public name and the module it lives in (imported on first use)."""
-_SUBMODULES = ("auditing", "compilation_cache", "data", "ensembles", "learner", "learners",
-               "losses", "mechanisms", "plots", "privacy", "rules", "sklearn", "trees")
+_SUBMODULES = ("auditing", "compilation_cache", "data", "ensembles", "functional", "learner",
+               "learners", "losses", "mechanisms", "plots", "privacy", "rules", "sklearn",
+               "trees")
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
@@ -70,6 +72,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         compilation_cache,
         data,
         ensembles,
+        functional,
         learner,
         learners,
         losses,

@@ -171,7 +171,8 @@ def sweep_models(prepared: Prepared, private: bool, keys: jax.Array,
         released, schedule_costs = jax.device_get((released, schedule_costs))   # [S, P, ...]
         context = prepared.planning_context(private)
         plans = [[config.plan(jax.tree.map(lambda a, s=s, p=p: a[s, p], released), context,
-                              private) for p in range(n_points)] for s in range(n_seeds)]
+                              private, batched=not (seeds_by_map and points_by_map))
+                  for p in range(n_points)] for s in range(n_seeds)]
     else:
         plans = [[None] * n_points for _ in range(n_seeds)]
     params = costs = None

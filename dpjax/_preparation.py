@@ -28,7 +28,14 @@ from dpjax.data import (
     make_feature_spec,
     target_units,
 )
-from dpjax.data.binning import as_table, check_on_out_of_bounds
+from dpjax.data.binning import as_table, check_on_out_of_bounds, on_device
+from dpjax.data.device import (
+    device_encodable,
+    device_labels,
+    encode_labels_on_device,
+    encode_on_device,
+)
+from dpjax.data.labels import device_classes
 from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
 from dpjax.privacy import (
     SENSITIVITY,
@@ -300,10 +307,16 @@ def prepare(
     table = as_table(X)
     regression = check_task(task, config, classes, y_bounds)
     target, target_from_data = None, False
+    labels_on_device = not regression and device_labels(y) and device_classes(
+        classes, epsilon is not None) is not None
     if regression:      # the public checks first: the targets' clipping warns on the data
         check_on_out_of_bounds(on_out_of_bounds)
         config.check_regression(epsilon is not None)
         y_index, classes, classes_from_data = np.zeros(len(y), np.float32), (), False
+    elif labels_on_device:      # encoded on their device below, after the public limits
+        declared = classes is not None
+        y_index, classes = y, device_classes(classes, epsilon is not None)
+        classes_from_data = False
     else:
         y_index, classes, classes_from_data = encode_labels(y, classes,
                                                             private=epsilon is not None)
@@ -335,7 +348,13 @@ def prepare(
         warnings.warn("public_size equals the number of rows: under add/remove the row count "
                       "is private, and declaring it publishes it with no ledger entry; declare "
                       "it only for a study whose size is fixed in advance", stacklevel=3)
-    codes = encode(spec, table, on_out_of_bounds=on_out_of_bounds)
+    if on_device(table) and device_encodable(spec):     # binned on the rows' device
+        codes = encode_on_device(spec, table, rows=held, on_out_of_bounds=on_out_of_bounds)
+    else:
+        codes = encode(spec, np.asarray(table) if on_device(table) else table,
+                       on_out_of_bounds=on_out_of_bounds)
+    if labels_on_device:
+        y_index = encode_labels_on_device(y, classes, rows=held, declared=declared)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
     if spec.from_data:
@@ -350,9 +369,12 @@ def prepare(
                                            mechanism="none", epsilon=0.0, private=False))
     if public_size is None and neighbouring == "replace_one":
         public_size = rows                # neighbours have the same size: it is public
-    # padding rows: codes 0, no class (the label n_classes), weight 0
-    codes, y_index = (_buckets.pad_rows(codes, held, 0),
-                      _buckets.pad_rows(y_index, held, len(classes)))
+    # padding rows: codes 0, no class (the label n_classes), weight 0 (the device path's
+    # codes and labels are padded already)
+    if codes.shape[0] != held:
+        codes = _buckets.pad_rows(codes, held, 0)
+    if y_index.shape[0] != held:
+        y_index = _buckets.pad_rows(y_index, held, len(classes))
     weights = None if weights is None else _buckets.pad_rows(weights, held, 0.0)
     return Prepared(config, spec, classes, jax.device_put(codes), jax.device_put(y_index), ledger,
                     SENSITIVITY[neighbouring],
@@ -419,8 +441,15 @@ def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,
     its mechanisms spent), then the configuration's non-private parts."""
     if epsilon is None:
         return prepared.ledger
-    config = config or prepared.config
-    ledger = dataclasses.replace(prepared.ledger, requested_epsilon=epsilon,
+    return compose_ledger(prepared.ledger, config or prepared.config, epsilon, costs)
+
+
+def compose_ledger(start: PrivacyLedger, config: Learner, epsilon: float,
+                   costs: Any) -> PrivacyLedger:
+    """``start``'s entries, then one per cost a fit of ``config`` at ``epsilon`` returned (what
+    its mechanisms spent), then the configuration's non-private parts; refuses
+    (``RuntimeError``) a total above the request."""
+    ledger = dataclasses.replace(start, requested_epsilon=epsilon,
                                  composition=config.composition).with_costs(costs)
     for what in config.not_private():
         ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,

@@ -206,9 +206,13 @@ class Learner:
         streams of it. Planned learners only (:attr:`planned`)."""
         raise NotImplementedError(f"{self.name} settles no plan")
 
-    def plan(self, released: Any, context: FitContext, private: bool) -> Hashable:
+    def plan(self, released: Any, context: FitContext, private: bool,
+             batched: bool = False) -> Hashable:
         """The static, hashable plan of one model, read on the host off its released
-        schedule (post-processing of released values; ``released`` as numpy values)."""
+        schedule (post-processing of released values; ``released`` as numpy values).
+        ``batched``: the plan's program is vectorised over models (a ``lax.cond`` whose
+        predicate differs between them runs every branch, with every operand copied per
+        model: such a plan masks instead)."""
         raise NotImplementedError(f"{self.name} settles no plan")
 
     def grow(self, plan: Any, key: jax.Array, codes: jax.Array, y: jax.Array,

@@ -155,12 +155,41 @@ def as_frame(X: Any) -> pd.DataFrame:
     return frame
 
 
+EXACT_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
+"""Integer dtypes whose every value float32 holds exactly (a device table's, binned as float32
+on its device); wider integers take the host path."""
+
+
+def on_device(X: Any) -> bool:
+    """Whether ``X`` is a *device table*: a 2-D ``jax.Array`` of floats or of
+    :data:`EXACT_INTEGERS`, whose numeric features are binned on its device
+    (:mod:`dpjax.data.device`; booleans are categories, coded on the host)."""
+    return _device_array(X) and X.ndim == 2 and device_dtype(X.dtype)
+
+
+def device_dtype(dtype: Any) -> bool:
+    """Whether values of ``dtype`` are binned on their device: floats and
+    :data:`EXACT_INTEGERS`."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name in EXACT_INTEGERS or (
+        dtype.kind == "V" and dtype.name == "bfloat16")
+
+
+def _device_array(X: Any) -> bool:
+    """Whether ``X`` is a ``jax.Array`` (JAX not imported: it cannot be one)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(X, jax.Array)
+
+
 def as_table(X: Any) -> np.ndarray | pd.DataFrame:
     """``X`` checked as :func:`as_frame` checks it: a 2-D numpy array of integers or floats
-    (columns ``x0, x1, ...``, not copied) when ``X`` is a numeric array-like, else the
-    DataFrame of :func:`as_frame`."""
+    (columns ``x0, x1, ...``, not copied) when ``X`` is a numeric array-like, a device table
+    (:func:`on_device`) as it is, else the DataFrame of :func:`as_frame`."""
     if isinstance(X, pd.DataFrame):
         return as_frame(X)
+    if on_device(X):
+        _check_not_empty(X.shape)
+        return X
     array = _as_array(X)
     if array.dtype.kind not in "iuf":
         return as_frame(array)
@@ -176,9 +205,14 @@ def _names(table: np.ndarray | pd.DataFrame) -> tuple[str, ...]:
 
 
 def _column(table: np.ndarray | pd.DataFrame, j: int) -> pd.Series:
-    """Column ``j`` of an :func:`as_table` table."""
+    """Column ``j`` of an :func:`as_table` table (of a device table: copied to the host, as
+    float32 or wider)."""
     if isinstance(table, pd.DataFrame):
         return table.iloc[:, j]
+    if on_device(table):
+        column = table[:, j]
+        return pd.Series(np.asarray(column, np.result_type(np.float32, column.dtype)
+                                    if column.dtype.kind != "V" else np.float32))
     return pd.Series(table[:, j])
 
 
@@ -268,7 +302,7 @@ def make_feature_spec(
     _check_bounds_arg(bounds, len(names), names)
     missing_cols = _missing_columns(missing, names)
     dtypes = (list(table.dtypes) if isinstance(table, pd.DataFrame)
-              else [table.dtype] * len(names))
+              else [np.dtype(np.float32) if on_device(table) else table.dtype] * len(names))
     categorical_dtypes = {dtype: is_categorical(dtype) for dtype in set(dtypes)}
     lower, upper, categories, from_data = [], [], [], []
     for j, (name, dtype, declared) in enumerate(

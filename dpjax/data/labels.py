@@ -97,12 +97,7 @@ def encode_labels(
             DataDependentWarning,
             stacklevel=3,
         )
-    classes = tuple(classes)
-    distinct = len(set(classes))
-    if distinct < 2 or distinct != len(classes):
-        raise ValueError(f"classes must hold at least two distinct labels; got {distinct} "
-                         f"class{'es' if distinct != 1 else ''}"
-                         + (f" in {len(classes)} entries" if distinct != len(classes) else ""))
+    classes = check_classes(classes)
     index = category_index(values, classes)
     if (index < 0).any():
         source = "declared" if declared else "default"
@@ -112,6 +107,31 @@ def encode_labels(
         raise ValueError(f"y has {int((index < 0).sum())} label(s) outside the {source} "
                          f"classes {list(classes)}{hint}")
     return index.astype(np.int32), classes, from_data
+
+
+def check_classes(classes: Sequence[Any]) -> tuple[Any, ...]:
+    """``classes`` as a tuple of at least two distinct labels (``ValueError`` otherwise)."""
+    classes = tuple(classes)
+    distinct = len(set(classes))
+    if distinct < 2 or distinct != len(classes):
+        raise ValueError(f"classes must hold at least two distinct labels; got {distinct} "
+                         f"class{'es' if distinct != 1 else ''}"
+                         + (f" in {len(classes)} entries" if distinct != len(classes) else ""))
+    return classes
+
+
+def device_classes(classes: Sequence[Any] | None, private: bool) -> tuple[Any, ...] | None:
+    """The classes of numeric labels held on a device (:mod:`dpjax.data.device`) when they
+    are known without reading the labels: declared numbers, or under DP the numeric default
+    :data:`DEFAULT_NUMERIC_CLASSES`; ``None`` where the labels must be read (a non-private
+    fit's undeclared classes, ``classes="data"``, non-numeric classes): the host path."""
+    if classes is None:
+        return DEFAULT_NUMERIC_CLASSES if private else None
+    if isinstance(classes, str) or not all(
+            isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(
+                c, (bool, np.bool_)) for c in classes):
+        return None
+    return check_classes(classes)
 
 
 MAX_TARGET = 1e30

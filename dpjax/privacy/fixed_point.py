@@ -186,7 +186,8 @@ def segment_sum(values: jax.Array, segments: jax.Array, num_segments: int) -> ja
     summed as one segment sum:
 
     * batched ``segments`` (each model its own cells): model ``b``'s ids offset by
-      ``b·num_segments``, one scatter of every model's rows;
+      ``b·num_segments`` (an id out of range stays out of range: dropped), one scatter of
+      every model's rows;
     * shared ``segments`` (models that share their cells: a sweep's grid points on one random
       structure): the models' values on the last axis, one scatter whose every update carries
       every model's statistics.
@@ -208,11 +209,19 @@ def _segment_sum(num_segments: int) -> Callable[[jax.Array, jax.Array], jax.Arra
         values_batched, segments_batched = in_batched
         rows = segments.ndim - segments_batched                  # a model's row axes
         extra = values.shape[rows + values_batched:]             # per-row statistic axes
+        if segments_batched and axis_size * num_segments > 2**31 - 1:
+            # the offset ids would pass int32: one model after another
+            values = values if values_batched else jnp.broadcast_to(
+                values, (axis_size, *values.shape))
+            return jax.lax.map(lambda a: segment_sum(*a, num_segments), (values, segments)), True
         if segments_batched:
             if not values_batched:
                 values = jnp.broadcast_to(values, (axis_size, *values.shape))
             offset = num_segments * jnp.arange(axis_size, dtype=segments.dtype)
-            flat = segments + offset.reshape((axis_size,) + (1,) * (segments.ndim - 1))
+            # an id out of range stays out of range (dropped), not another model's segment
+            inside = (segments >= 0) & (segments < num_segments)
+            flat = jnp.where(inside, segments + offset.reshape(
+                (axis_size,) + (1,) * (segments.ndim - 1)), axis_size * num_segments)
             out = segment_sum(values.reshape((-1, *extra)), flat.reshape(-1),
                               axis_size * num_segments)
             return out.reshape((axis_size, num_segments, *extra)), True

@@ -20,8 +20,12 @@ boosting ``scan``), it is smaller than the codes (2 bytes per ``g`` features).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from dpjax.privacy import fixed_point
 from dpjax.privacy.fixed_point import WideSum
@@ -67,13 +71,89 @@ def packed_histogram(packed: jax.Array, node: jax.Array, stats: jax.Array, n_nod
                                        n_nodes * joint_codes)
 
     joint = jax.lax.map(group_histogram, packed)                  # [G, nodes·C^g, S]
-    joint = joint.reshape((packed.shape[0], n_nodes) + (n_codes,) * group + stats.shape[-1:])
-    # feature k of a group is axis 2 + (group − 1 − k) of the row-major joint table
-    marginals = [joint.sum(axis=tuple(2 + a for a in range(group) if a != group - 1 - k))
-                 for k in range(group)]                           # each [G, nodes, C, S]
-    hist = jnp.stack(marginals, axis=2)                           # [G, nodes, g, C, S]
+    joint = joint.reshape((packed.shape[0], n_nodes, joint_codes, stats.shape[-1]))
+    hist = joint_marginals(joint, n_codes, group)                 # [G, nodes, g, C, S]
     hist = jnp.moveaxis(hist, 0, 1).reshape(n_nodes, -1, n_codes, stats.shape[-1])
     return hist[:, :n_features]
+
+
+def joint_marginals(joint: jax.Array, n_codes: int, group: int) -> jax.Array:
+    """The per-feature marginals ``[..., g, C, S]`` of joint tables ``[..., C^g, S]`` over
+    :func:`pack_codes`' joint codes (feature ``k`` of a group is digit ``k`` of the joint
+    code)."""
+    joint = joint.reshape(joint.shape[:-2] + (n_codes,) * group + joint.shape[-1:])
+    lead = joint.ndim - group - 1
+    # feature k of a group is axis lead + (group − 1 − k) of the row-major joint table
+    marginals = [joint.sum(axis=tuple(lead + a for a in range(group) if a != group - 1 - k))
+                 for k in range(group)]                           # each [..., C, S]
+    return jnp.stack(marginals, axis=lead)
+
+
+WINDOW_LANES = 16
+"""Lanes of one windowed scatter (:func:`window_histograms`): a model's cell each, the lanes of
+several models side by side. Every update adds a row's statistic to all its lanes at once (one
+read of the row's joint code for every model); per lane the scatter measured fastest at 8 to
+16 lanes on a 2-core CPU (a9a's 123 binary features and 20 features of 32 codes, 32,768 rows:
+0.05–0.07 ms per lane and level against 0.9–1.1 ms per model for one scatter of every model's
+rows, their ids offset)."""
+
+
+def window_histograms(packed: jax.Array, lane: jax.Array, stats: jax.Array, lanes: int,
+                      n_codes: int, group: int, n_features: int) -> jax.Array:
+    """Histograms ``[M, lanes, n, C]`` of ``M`` models over the shared joint codes ``packed
+    [G, m]`` (:func:`pack_codes`): model ``b``'s row ``i`` adds ``stats[b, i]`` to its lane
+    ``lane[b, i]`` (int32 ``[M, m]``; out of ``[0, lanes)``: dropped), feature by feature and
+    code by code (``docs/design.md``, "Models share reads"). The models' lanes are side by side
+    on the last axis of one scatter per group, :data:`WINDOW_LANES` lanes at a time (a
+    ``lax.map`` over the models in parts), so the joint codes are read once for every model of
+    a part. Exact for integer ``stats`` (each sum the same integers in any layout). Under
+    ``vmap`` the batch joins the models."""
+    return _window_histograms(lanes, n_codes, group, n_features)(packed, lane, stats)
+
+
+@functools.cache
+def _window_histograms(lanes: int, n_codes: int, group: int,
+                       n_features: int) -> Callable[..., jax.Array]:
+    joint_codes = n_codes**group
+    per = max(1, WINDOW_LANES // lanes)          # models per scatter
+
+    @custom_vmap
+    def histograms(packed: jax.Array, lane: jax.Array, stats: jax.Array) -> jax.Array:
+        n_models, m = lane.shape
+        parts = -(-n_models // per)
+        pad = parts * per - n_models              # padding models: every lane dropped
+        lane = jnp.pad(lane, ((0, pad), (0, 0)), constant_values=-1)
+        stats = jnp.pad(stats, ((0, pad), (0, 0)))
+
+        def part(args: tuple[jax.Array, jax.Array]) -> jax.Array:
+            part_lane, part_stats = args                                    # [per, m]
+            onehot = part_lane[:, :, None] == jnp.arange(lanes, dtype=part_lane.dtype)
+            values = jnp.where(onehot, part_stats[:, :, None], 0)           # [per, m, L]
+            values = jnp.moveaxis(values, 0, 1).reshape(m, per * lanes)
+            return jax.lax.map(lambda joint: jax.ops.segment_sum(
+                values, joint.astype(jnp.int32), joint_codes), packed)      # [G, C^g, pL]
+
+        joint = jax.lax.map(part, (lane.reshape(parts, per, m), stats.reshape(parts, per, m)))
+        hist = joint_marginals(joint, n_codes, group)           # [parts, G, g, C, per·L]
+        hist = hist.reshape(parts, -1, n_codes, per, lanes)[:, :n_features]   # [p, n, C, per, L]
+        hist = jnp.moveaxis(hist, (3, 4), (1, 2)).reshape(parts * per, lanes, n_features,
+                                                            n_codes)
+        return hist[:n_models]
+
+    @histograms.def_vmap
+    def batched(axis_size: int, in_batched: list[bool], packed: jax.Array, lane: jax.Array,
+                stats: jax.Array) -> tuple[jax.Array, bool]:
+        if in_batched[0]:          # models of other codes each: one after another
+            return jax.lax.map(lambda args: histograms(*args), (
+                packed, *(a if b else jnp.broadcast_to(a, (axis_size, *a.shape))
+                          for a, b in zip((lane, stats), in_batched[1:], strict=True)))), True
+        lane, stats = (a if b else jnp.broadcast_to(a, (axis_size, *a.shape))
+                       for a, b in zip((lane, stats), in_batched[1:], strict=True))
+        flat = histograms(packed, lane.reshape((-1, lane.shape[-1])),
+                          stats.reshape((-1, stats.shape[-1])))
+        return flat.reshape((axis_size, -1) + flat.shape[1:]), True
+
+    return histograms
 
 
 def node_histogram(

@@ -30,9 +30,13 @@ compiles one level's program instead of ``d``, with the same draws bit for bit.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_batching import custom_vmap
 from jax.typing import ArrayLike
 
 from dpjax.mechanisms.exponential import permute_and_flip
@@ -40,7 +44,15 @@ from dpjax.privacy import fixed_point
 from dpjax.privacy.costs import Cost
 from dpjax.privacy.fixed_point import UNIT
 from dpjax.trees.dense import empty_splits, set_level
-from dpjax.trees.histogram import node_histogram, split_stats, valid_thresholds
+from dpjax.trees.histogram import (
+    group_size,
+    node_histogram,
+    pack_codes,
+    packed_histogram,
+    split_stats,
+    valid_thresholds,
+    window_histograms,
+)
 from dpjax.trees.predict import step
 
 GAP_FLOOR = -(2**24)
@@ -89,6 +101,66 @@ def level_utility(codes: jax.Array, cell: jax.Array, gradient: jax.Array, n_cell
     return fixed_point.floored_gaps(utility, valid, GAP_FLOOR)
 
 
+def level_histogram(packed: jax.Array, cell: jax.Array, gradient: jax.Array,
+                    parent: jax.Array, level: jax.Array, n_codes: int, group: int,
+                    n_features: int) -> jax.Array:
+    """The exact gradient histogram ``[W, n, C]`` (int32) of level ``level`` (its records in
+    cells ``0..2**level − 1``, ``cell`` int32 ``[m]``; ``W`` the last level's cells, the rows
+    of ``parent``, the previous level's histogram; rows of no cell are zero), over the joint
+    codes ``packed`` (:func:`~dpjax.trees.histogram.pack_codes`). One model: one scatter of its
+    rows by cell and joint code into ``W`` cells, every level alike. Under ``vmap`` (a sweep's
+    models; ``docs/design.md``, "Models share reads"), by ``lax.switch`` on the level: the
+    level's left cells (``2p``: a record that went left at the last level) are summed for
+    every model by one windowed scatter per group (:func:`~dpjax.trees.histogram.
+    window_histograms`, the models' cells side by side) and each right cell is its parent's
+    less its left sibling. The sums are exact integers, so both give the same histogram."""
+    return _level_histogram(parent.shape[0], n_codes, group, n_features)(
+        packed, cell, gradient, parent, level)
+
+
+@functools.cache
+def _level_histogram(width: int, n_codes: int, group: int,
+                     n_features: int) -> Callable[..., jax.Array]:
+    @custom_vmap
+    def histogram(packed: jax.Array, cell: jax.Array, gradient: jax.Array,
+                  parent: jax.Array, level: jax.Array) -> jax.Array:
+        return packed_histogram(packed, cell, gradient[:, None], width, n_codes, group,
+                                n_features)[..., 0]
+
+    def models_level(cells: int, packed: jax.Array, cell: jax.Array, gradient: jax.Array,
+                     parent: jax.Array) -> jax.Array:
+        """Every model's histogram of a level of ``cells`` cells: its left cells by one
+        windowed scatter, its right ones by subtraction."""
+        if cells == 1:              # the root: every record in cell 0
+            hist = window_histograms(packed, jnp.zeros_like(cell), gradient, 1, n_codes,
+                                     group, n_features)
+        else:
+            half = cells // 2
+            left = window_histograms(packed, jnp.where(cell % 2 == 0, cell // 2, -1),
+                                     gradient, half, n_codes, group, n_features)
+            right = parent[:, :half] - left                         # [B, half, n, C]
+            hist = jnp.stack([left, right], axis=2).reshape(
+                (cell.shape[0], cells) + left.shape[2:])
+        return jnp.pad(hist, ((0, 0), (0, width - cells), (0, 0), (0, 0)))
+
+    @histogram.def_vmap
+    def batched(axis_size: int, in_batched: list[bool], packed: jax.Array, cell: jax.Array,
+                gradient: jax.Array, parent: jax.Array,
+                level: jax.Array) -> tuple[jax.Array, bool]:
+        if in_batched[0] or in_batched[4]:   # other codes or levels per model: in turn
+            args = tuple(a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+                         for a, b in zip((packed, cell, gradient, parent, level), in_batched,
+                                         strict=True))
+            return jax.lax.map(lambda a: histogram(*a), args), True
+        cell, gradient, parent = (a if b else jnp.broadcast_to(a, (axis_size, *a.shape))
+                                  for a, b in zip((cell, gradient, parent), in_batched[1:4],
+                                                  strict=True))
+        levels = [functools.partial(models_level, 2**k) for k in range(width.bit_length())]
+        return jax.lax.switch(level, levels, packed, cell, gradient, parent), True
+
+    return histogram
+
+
 def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth: int,
                    n_codes_per_feature: ArrayLike, epsilon: ArrayLike | None,
                    sensitivity: float) -> tuple[jax.Array, jax.Array, jax.Array, Cost]:
@@ -107,15 +179,36 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
       a level the same), each record's leaf ``[m]`` (``0..2**d − 1``, the comparison bits from
       the root down, :func:`dpjax.trees.predict.leaf_index`'s order) and the draws' cost
       (``[d]``, sequential).
+
+    Up to :data:`~dpjax.privacy.fixed_point.MAX_ROWS` rows a level's histogram is
+    :func:`level_histogram`'s (under ``vmap``, the left cells of every model at once and the
+    right ones by subtraction); past it, the chunked one of :func:`level_utility`. Either is
+    padded to the last level's cells, so the levels run as one ``lax.scan``.
     """
     n_codes_per_feature = np.asarray(n_codes_per_feature, np.int32)
     n_codes = int(max(int(n_codes_per_feature.max(initial=2)), 2))
+    n_features = codes.shape[1]
     delta_units = sensitivity * UNIT
     width = 2 ** (depth - 1)
+    valid = valid_thresholds(n_codes_per_feature, n_codes)
+    narrow = codes.shape[0] <= fixed_point.MAX_ROWS
+    group = min(group_size(n_codes, width), n_features)
+    packed = pack_codes(codes, n_codes, group) if narrow else None
+
+    def level_gaps(cell: jax.Array, parent: jax.Array,
+                   level: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if not narrow:
+            return level_utility(codes, cell, gradient, width, n_codes,
+                                 n_codes_per_feature), parent
+        hist = level_histogram(packed, cell, gradient, parent, level, n_codes, group,
+                               n_features)
+        left, right = split_stats(hist[..., None])
+        utility = jnp.sum(jnp.abs(left[..., 0]) + jnp.abs(right[..., 0]), axis=0)  # [n, C]
+        return fixed_point.floored_gaps(utility, valid, GAP_FLOOR), hist
 
     def grow_level(state, level):
-        feature, threshold, cell = state
-        gaps = level_utility(codes, cell, gradient, width, n_codes, n_codes_per_feature)
+        feature, threshold, cell, parent = state
+        gaps, parent = level_gaps(cell, parent, level)
         utility = jnp.where(gaps > jnp.iinfo(jnp.int32).min, gaps.astype(jnp.float32),
                             -jnp.inf).reshape(-1)
         if epsilon is None:
@@ -130,11 +223,12 @@ def grow_oblivious(key: jax.Array, codes: jax.Array, gradient: jax.Array, depth:
         threshold = set_level(threshold, level, jnp.full(width, t, jnp.int32))
         # the level's nodes are 2**level − 1 + cell in the dense layout
         cell = 2 * cell + step(feature, threshold, codes, cell + (1 << level) - 1)
-        return (feature, threshold, cell), cost
+        return (feature, threshold, cell, parent), cost
 
-    (feature, threshold, cell), cost = jax.lax.scan(
-        grow_level, (*empty_splits(depth), jnp.zeros(codes.shape[0], jnp.int32)),
+    parent = jnp.zeros((width, n_features, n_codes) if narrow else (0,), jnp.int32)
+    (feature, threshold, cell, _), cost = jax.lax.scan(
+        grow_level, (*empty_splits(depth), jnp.zeros(codes.shape[0], jnp.int32), parent),
         jnp.arange(depth, dtype=jnp.int32))
     return feature, threshold, cell, cost
 
-__all__ = ["GAP_FLOOR", "grow_oblivious", "level_utility", "wide_row_limit"]
+__all__ = ["GAP_FLOOR", "grow_oblivious", "level_histogram", "level_utility", "wide_row_limit"]

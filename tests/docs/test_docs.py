@@ -69,6 +69,18 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
         exec(compile(block, f"README.md python block {number}", "exec"), namespace)
 
 
+def test_the_functional_page_runs():
+    """``docs/functional.md``'s example (issue 50): one ``jax.jit`` that vmaps the pure fit
+    over 8 shards and feeds the scores into further JAX code; every ledger within its
+    budget (the block asserts it)."""
+    blocks = python_blocks((ROOT / "docs" / "functional.md").read_text())
+    assert blocks and "jax.vmap(f" in blocks[0] and "ledger.epsilon <= 1.0" in blocks[0]
+    namespace: dict = {"__name__": "functional"}
+    for number, block in enumerate(blocks, 1):
+        exec(compile(block, f"docs/functional.md python block {number}", "exec"), namespace)
+    assert len(namespace["ledgers"]) == 8
+
+
 DOTTED = re.compile(r"(?<![\w/.])(dpjax(?:\.[A-Za-z_]\w*)+)")
 DOCUMENTED = ["README.md", "docs", "dpjax", "examples", "experiments", "benchmarks", "audits"]
 

@@ -249,3 +249,32 @@ def test_an_aligned_count_crosses_no_extra_boundary():
     assert float(integer_grid(512.0, 1.0, 2, 2.0**36)[2]) == 3
     with pytest.raises(ValueError, match="power of two"):    # 256 would not divide 384
         integer_grid(512.0, 1.0, 2, 2.0**36, aligned=384)
+
+
+# --- segment sums under vmap (docs/design.md, "Models share reads") ------------------------
+
+def _per_model(values, segments, n):
+    return jnp.stack([jax.ops.segment_sum(v, s, n) for v, s in zip(values, segments,
+                                                                    strict=True)])
+
+
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.float32])
+def test_a_vmapped_segment_sum_is_every_models_own_sum_bit_for_bit(dtype):
+    """Batched ids (each model its own cells: one scatter, the ids offset), shared ids (the
+    models on the last axis) and nested vmaps give each model's own segment sum: the same
+    integers, and the same floats (each output sums the same rows in the same order)."""
+    rng = np.random.default_rng(0)
+    values = jnp.asarray(rng.normal(size=(3, 4, 500, 2)) * 100, dtype)
+    segments = jnp.asarray(rng.integers(0, 9, (3, 4, 500)), jnp.int32)   # 8: out of range
+    fn = lambda v, s: fixed_point.segment_sum(v, s, 8)                    # noqa: E731
+    own = jnp.stack([_per_model(values[i], segments[i], 8) for i in range(3)])
+    for batched in (jax.vmap(jax.vmap(fn)), jax.jit(jax.vmap(jax.vmap(fn)))):
+        np.testing.assert_array_equal(np.asarray(batched(values, segments)), np.asarray(own))
+    shared = jax.jit(jax.vmap(jax.vmap(fn, (0, None)), (0, None)))(values, segments[0, 0])
+    np.testing.assert_array_equal(np.asarray(shared[1, 2]),
+                                  np.asarray(jax.ops.segment_sum(values[1, 2], segments[0, 0],
+                                                                 8)))
+    broadcast = jax.vmap(fn, (None, 0))(values[0, 0], segments[0])
+    np.testing.assert_array_equal(np.asarray(broadcast[3]),
+                                  np.asarray(jax.ops.segment_sum(values[0, 0], segments[0, 3],
+                                                                 8)))

@@ -176,3 +176,42 @@ def test_the_level_scan_equals_the_unrolled_unpadded_levels(epsilon):
         cell = 2 * cell + step(feature, threshold, codes, cell + 2**level - 1)
     np.testing.assert_array_equal(leaf, cell)
     chex.assert_shape(cost.epsilon, (3,))
+
+
+# --- every model's level at once (docs/design.md, "Models share reads") ---------------------
+
+@pytest.mark.parametrize("depth", [1, 2, 4, 5])
+def test_vmapped_trees_are_each_models_own_tree(depth):
+    """Vmapped, a level's left cells are every model's windowed scatter and its right cells a
+    subtraction from the parent level (:func:`dpjax.trees.oblivious.level_histogram`); the
+    trees, leaves and draws are each model's own, bit for bit, nested vmaps included."""
+    codes, _, _ = random_problem(700, 3)
+    rng = np.random.default_rng(depth)
+    gradients = jnp.asarray(to_units(rng.uniform(-1.0, 1.0, (2, 3, 700))))
+    keys = jax.random.split(jax.random.key(depth), 6).reshape(2, 3)
+
+    def grow(key, gradient):
+        return grow_oblivious(key, jnp.asarray(codes), gradient, depth, N_CODES, 0.5, 1.0)
+
+    batched = jax.jit(jax.vmap(jax.vmap(grow)))(keys, gradients)
+    for i in range(2):
+        for j in range(3):
+            chex.assert_trees_all_equal(jax.tree.map(lambda a, i=i, j=j: a[i, j], batched),
+                                        jax.jit(grow)(keys[i, j], gradients[i, j]))
+
+
+def test_window_histograms_are_each_models_node_histogram():
+    from dpjax.trees.histogram import group_size, node_histogram, pack_codes, window_histograms
+    codes, _, _ = random_problem(400, 4)
+    rng = np.random.default_rng(5)
+    lanes, n_models = 3, 7
+    lane = jnp.asarray(rng.integers(-1, lanes + 1, (n_models, 400)), jnp.int32)  # -1, 3: out
+    stats = jnp.asarray(rng.integers(-256, 257, (n_models, 400)), jnp.int32)
+    n_codes = int(N_CODES.max())
+    group = min(group_size(n_codes, 1), codes.shape[1])
+    hist = window_histograms(pack_codes(jnp.asarray(codes), n_codes, group), lane, stats, lanes,
+                             n_codes, group, codes.shape[1])
+    for b in range(n_models):
+        node = jnp.where((lane[b] >= 0) & (lane[b] < lanes), lane[b], lanes)
+        own = node_histogram(jnp.asarray(codes), node, stats[b][:, None], lanes + 1, n_codes)
+        np.testing.assert_array_equal(np.asarray(hist[b]), np.asarray(own[:lanes, ..., 0]))

@@ -155,11 +155,12 @@ class Boosted(Learner):
         frame = Frame.of(self, len(context.n_codes_per_feature), context, epsilon is not None)
         return schedule(frame, key, y, epsilon, self.resolve_traced(traced))
 
-    def plan(self, released: Schedule, context: FitContext, private: bool) -> Plan:
+    def plan(self, released: Schedule, context: FitContext, private: bool,
+             batched: bool = False) -> Plan:
         """The shape and noise a released schedule took
         (:func:`~dpjax.ensembles.newton.schedule.settle`)."""
         return settle(Frame.of(self, len(context.n_codes_per_feature), context, private),
-                      released)
+                      released, batched)
 
     def grow(self, plan: Plan, key: jax.Array, codes: jax.Array, y: jax.Array,
              epsilon: jax.Array | None, context: FitContext, released: Schedule,

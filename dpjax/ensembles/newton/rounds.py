@@ -297,7 +297,9 @@ def live_round(rounds: Rounds, score: jax.Array, spent: jax.Array, r: jax.Array,
 def round_step(rounds: Rounds, state: RoundState, r: jax.Array
                ) -> tuple[RoundState, tuple[Any, ...]]:
     """Round ``r`` (``docs/design.md``, "Plan, then step"): past the schedule's ``R`` it
-    releases nothing and moves nothing (its pass is skipped by ``lax.cond``; vmapped, masked);
+    releases nothing and moves nothing (its pass is skipped by ``lax.cond``, or computed and
+    masked in a vectorised plan's program, :attr:`~dpjax.ensembles.newton.schedule.Plan.
+    masked`);
     a live round releases its cells' sums and moves each cell's score by its Newton step.
     Returns the next state and the round's ``(code moves, cell moves, feature, costs,
     oblivious splits)``."""
@@ -306,12 +308,17 @@ def round_step(rounds: Rounds, state: RoundState, r: jax.Array
     cyclic = frame.has_cyclic and rounds.takes("cyclic")
     f = round_feature(rounds, r, state.gain) if cyclic else jnp.int32(0)
 
-    def dead_round(score: jax.Array, spent: jax.Array, r: jax.Array,
-                   f: jax.Array) -> tuple[Any, ...]:
-        return zeros_of(live_round, rounds, score, spent, r, f)
+    if rounds.plan.masked:       # vectorised: every model's round computed, dead ones zeroed
+        outputs = live_round(rounds, state.score, state.spent, r, f)
+        outputs = jax.tree.map(lambda a: jnp.where(live, a, jnp.zeros_like(a)), outputs)
+    else:
+        def dead_round(score: jax.Array, spent: jax.Array, r: jax.Array,
+                       f: jax.Array) -> tuple[Any, ...]:
+            return zeros_of(live_round, rounds, score, spent, r, f)
 
-    cell, sums, cost, loss, *split = jax.lax.cond(
-        live, lambda *a: live_round(rounds, *a), dead_round, state.score, state.spent, r, f)
+        outputs = jax.lax.cond(live, lambda *a: live_round(rounds, *a), dead_round,
+                               state.score, state.spent, r, f)
+    cell, sums, cost, loss, *split = outputs
     if frame.regression:  # the hessians were weighted, the residuals divided by their clip c
         sums = sums.at[..., 1].multiply(1.0 / HESSIAN_WEIGHT)
     move = jnp.where(live, newton_moves(sums, schedule.ridge, rounds.learning_rate), 0.0)

@@ -425,11 +425,16 @@ class Plan:
       shape: ``"cyclic"``, ``"random"`` or ``"oblivious"``, or ``None``.
       noise: ``"laplace"`` or ``"gaussian"``, or ``None``.
       rounds: the scan's length (the shape's most rounds; the frame's for ``shape=None``).
+      masked: a round past the schedule's ``R`` is computed and its outputs masked (a
+        vectorised program's: a ``lax.cond`` whose predicate differs between the models runs
+        both branches, with every operand, the codes too, copied per model) rather than
+        skipped by ``lax.cond`` (one model's program).
     """
 
     shape: str | None
     noise: str | None
     rounds: int
+    masked: bool = False
 
 
 def dynamic_plan(frame: Frame) -> Plan:
@@ -442,9 +447,10 @@ def dynamic_plan(frame: Frame) -> Plan:
     return Plan(shape, noise, frame.total if shape is None else frame.most_rounds(shape))
 
 
-def settle(frame: Frame, schedule: Schedule) -> Plan:
+def settle(frame: Frame, schedule: Schedule, batched: bool = False) -> Plan:
     """The static plan of a model from its released schedule (host values; post-processing):
-    the shape and noise it took, and its scan length (the shape's most rounds)."""
+    the shape and noise it took, and its scan length (the shape's most rounds); ``batched``:
+    the plan's program is vectorised over models (its rounds past a schedule are masked)."""
     plan = dynamic_plan(frame)
     shape = plan.shape
     if shape is None:
@@ -453,7 +459,7 @@ def settle(frame: Frame, schedule: Schedule) -> Plan:
     noise = plan.noise
     if noise is None:
         noise = "gaussian" if bool(schedule.gaussian) else "laplace"
-    return Plan(shape, noise, frame.most_rounds(shape))
+    return Plan(shape, noise, frame.most_rounds(shape), batched)
 
 
 def prior_budgets(frame: Frame, epsilon: ArrayLike) -> dict[str, jax.Array]:

@@ -1,0 +1,220 @@
+"""Rows encoded on their device (``docs/design.md``, "Data stay where they are").
+
+Numeric features given as a ``jax.Array`` are binned by a jitted function of the public
+:class:`~dpjax.data.FeatureSpec` on the device that holds them (a row-sharded array stays
+sharded: the binning is per value, the flags a reduction), and so are numeric labels given as
+one: no host copy of the rows. The codes are the host path's (:func:`dpjax.data.encode`) bit
+for bit: a value's bin is the number of inner edges at or below it, each edge rounded *up* to
+the value's dtype (:func:`~dpjax.data.binning._ceil_to`), so that ``x >= edge`` in float64 and
+in the value's dtype agree for every value of that dtype; the comparisons are made on order keys
+(:func:`order_key`), whatever a device does with subnormal numbers. The checks are
+the host path's too: per column, whether it holds NaN, infinite values or values outside its
+bounds (a few booleans come back to the host), with the same errors and warnings, which print
+no value.
+
+Pandas tables, categorical features, wide integer features and non-numeric labels keep the
+host path.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpjax.data.binning import (
+    FeatureSpec,
+    _bound_slack,
+    _ceil_to,
+    _check_numeric,
+    check_on_out_of_bounds,
+    device_dtype,
+)
+
+
+def device_labels(y: Any) -> bool:
+    """Whether the labels ``y`` take the device path: a 1-D ``jax.Array`` of integers or
+    floats."""
+    return (isinstance(y, jax.Array) and y.ndim == 1
+            and (device_dtype(y.dtype) or jnp.issubdtype(y.dtype, jnp.integer)))
+
+
+def device_encodable(spec: FeatureSpec) -> bool:
+    """Whether every feature of ``spec`` is numeric (declared categories of a numeric column
+    take the host path)."""
+    return all(c is None for c in spec.categories)
+
+
+def encode_on_device(spec: FeatureSpec, X: jax.Array, *, rows: int | None = None,
+                     on_out_of_bounds: str = "clip") -> jax.Array:
+    """Codes ``uint8 [rows, n]`` of the numeric ``jax.Array`` ``X`` under ``spec`` (every
+    feature numeric: :func:`device_encodable`), binned on ``X``'s device; rows past ``X``'s are
+    padding (codes 0). NaN is a missing value (the feature's missing code if it has one, else
+    an error), infinite values are an error, and values outside the bounds are clipped with
+    an :class:`~dpjax.data.OutOfBoundsWarning` (``on_out_of_bounds="clip"``) or refused
+    (``"error"``), column by column as :func:`dpjax.data.encode` does; no message prints a
+    value or a count."""
+    check_on_out_of_bounds(on_out_of_bounds)
+    if X.shape[1] != spec.n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the model expects {spec.n_features}")
+    rows = X.shape[0] if rows is None else rows
+    codes, flags = _encoder(spec, str(X.dtype), rows)(X)
+    infinite, nan, outside = np.asarray(flags).tolist()
+    missing_codes = [int(v) if m else None
+                     for v, m in zip(spec.n_values, spec.missing, strict=True)]
+    for j in range(spec.n_features):
+        _check_numeric(spec, j, infinite[j], nan[j], outside[j], missing_codes[j],
+                       on_out_of_bounds)
+    return codes
+
+
+def bin_values(spec: FeatureSpec, X: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Pure (jittable, vmappable): ``(codes uint8 [m, n], flags bool [3, n])`` of the numeric
+    ``X`` under ``spec`` (every feature numeric): each value's bin (a NaN the feature's missing
+    code, or 0 where it has none; values outside the bounds in the edge bins), and per column
+    whether it holds infinite values, NaN and values outside its bounds."""
+    return _binner(spec, str(X.dtype))(X)
+
+
+@functools.lru_cache(maxsize=64)
+def _encoder(spec: FeatureSpec, dtype_name: str,
+             rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """The jitted :func:`bin_values` of ``spec`` for values of ``dtype_name``, padded to
+    ``rows`` rows (codes 0)."""
+    binner = _binner(spec, dtype_name)
+
+    def encode(X: jax.Array) -> tuple[jax.Array, jax.Array]:
+        codes, flags = binner(X)
+        return jnp.pad(codes, ((0, rows - X.shape[0]), (0, 0))), flags
+
+    return jax.jit(encode)
+
+
+@functools.lru_cache(maxsize=64)
+def _binner(spec: FeatureSpec,
+            dtype_name: str) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """:func:`bin_values` for values of ``dtype_name``: its constants read once."""
+    dtype = np.dtype(dtype_name)
+    compute = np.dtype(np.float32) if dtype.itemsize < 4 or dtype.kind != "f" else dtype
+    n_bins = spec.n_bins
+    lo, hi = np.asarray(spec.lower, np.float64), np.asarray(spec.upper, np.float64)
+    single = ~(hi > lo) | (n_bins == 1)
+    # inner edges [n_bins − 1, n] rounded up to the values' dtype (+inf for a constant feature)
+    edges = np.full((max(n_bins - 1, 1), spec.n_features), np.inf)
+    for j in np.flatnonzero(~single).tolist():
+        edges[:n_bins - 1, j] = spec.bin_edges(j)
+    edges = _ceil_to(edges, compute)
+    slack = _bound_slack(lo, hi)
+    low = _ceil_to(lo - slack, compute)               # x < lo − s  iff  x < low
+    high = -_ceil_to(-(hi + slack), compute)          # x > hi + s  iff  x > high
+    # every comparison on order keys: exact whatever a device does with subnormal numbers
+    edge_keys, low_key, high_key, inf_key = (order_key(np.asarray(t, compute))
+                                             for t in (edges, low, high, np.inf))
+    missing = np.asarray([int(v) if m else 0 for v, m in zip(spec.n_values, spec.missing,
+                                                             strict=True)], np.uint8)
+    has_missing = np.asarray(spec.missing)
+    counted = [k for k in range(edges.shape[0]) if np.isfinite(edges[k]).any()]
+
+    def encode(X: jax.Array) -> tuple[jax.Array, jax.Array]:
+        x = X.astype(compute)
+        key, nan = order_key(x), jnp.isnan(x)
+        # a value's bin: the inner edges at or below it (a NaN gets its missing code below)
+        codes = functools.reduce(jnp.add, [(key >= edge_keys[k]).astype(jnp.uint8)
+                                           for k in counted], jnp.zeros(x.shape, jnp.uint8))
+        codes = jnp.where(nan & has_missing, missing, codes)
+        extreme = np.iinfo(key.dtype)
+        lowest = jnp.min(jnp.where(nan, extreme.max, key), axis=0)
+        highest = jnp.max(jnp.where(nan, extreme.min, key), axis=0)
+        flags = jnp.stack([(lowest == -inf_key) | (highest == inf_key), jnp.any(nan, axis=0),
+                           (lowest < low_key) | (highest > high_key)])
+        return codes, flags
+
+    return encode
+
+
+def order_key(x: Any) -> Any:
+    """The order key of floats ``x`` (numpy or JAX; float32, or float64 under x64): their bits
+    as a signed integer, negated magnitude for negative numbers, so that ``x >= y`` iff
+    ``key(x) >= key(y)`` for any two numbers (``−0`` and ``+0`` share a key; subnormal numbers
+    keep their order where a device flushes them to zero in arithmetic)."""
+    xp = jnp if isinstance(x, jax.Array) else np
+    bits = {4: np.int32, 8: np.int64}[np.dtype(x.dtype).itemsize]
+    signed = xp.asarray(x).view(bits) if xp is np else jax.lax.bitcast_convert_type(x, bits)
+    magnitude = signed & xp.asarray(np.iinfo(bits).max, bits)
+    return xp.where(signed < 0, -magnitude, signed)
+
+
+def encode_labels_on_device(y: jax.Array, classes: Sequence[Any], *, rows: int | None = None,
+                            declared: bool = True) -> jax.Array:
+    """Class indices int32 ``[rows]`` of the numeric labels ``y`` (a ``jax.Array``) on their
+    device, against the numeric ``classes``; rows past ``y``'s are padding rows (the label
+    ``len(classes)``). Missing labels and labels outside the classes are refused, as
+    :func:`dpjax.data.encode_labels` refuses them (its messages)."""
+    rows = y.shape[0] if rows is None else rows
+    index, flags = _label_encoder(tuple(float(c) for c in classes), str(y.dtype), rows)(y)
+    missing, unknown = np.asarray(flags).tolist()
+    if missing:
+        raise ValueError("y has missing labels")
+    if unknown:
+        source = "declared" if declared else "default"
+        hint = "" if declared else (
+            "; numeric labels default to classes=[0, 1]: declare classes=[...] (e.g. "
+            "classes=[-1, 1]) for other label values")
+        raise ValueError(f"y has labels outside the {source} classes {list(classes)}{hint}")
+    return index
+
+
+def label_values(classes: Sequence[Any], y: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Pure (jittable, vmappable): ``(index int32 [m], flags bool [2])`` of the numeric labels
+    ``y`` against the numeric ``classes``: each label's class index (``len(classes)``, a row
+    that counts nowhere, for a missing label or one outside the classes), and whether any is
+    missing and any outside the classes."""
+    index, flags = _labeler(tuple(float(c) for c in classes), str(y.dtype))(y)
+    return jnp.where(index < 0, len(classes), index), flags
+
+
+@functools.lru_cache(maxsize=64)
+def _label_encoder(classes: tuple[float, ...], dtype_name: str,
+                   rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """The jitted class indices of labels of ``dtype_name``, padded to ``rows`` rows (the label
+    ``len(classes)``)."""
+    labeler = _labeler(classes, dtype_name)
+
+    def encode(y: jax.Array) -> tuple[jax.Array, jax.Array]:
+        index, flags = labeler(y)
+        return jnp.pad(index, (0, rows - y.shape[0]), constant_values=len(classes)), flags
+
+    return jax.jit(encode)
+
+
+@functools.lru_cache(maxsize=64)
+def _labeler(classes: tuple[float, ...],
+             dtype_name: str) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """Labels of ``dtype_name`` -> ``(index int32 [m] (−1: missing or no class), flags)``."""
+    dtype = np.dtype(dtype_name)
+    values = np.asarray(classes, np.float64)
+    if dtype.kind in "iu":      # integers: exact integer equality with the integral classes
+        info = np.iinfo(dtype)
+        exact = (values == np.floor(values)) & (values >= info.min) & (values <= info.max)
+        targets = np.where(exact, values, 0).astype(dtype)
+    else:                       # floats: equal order keys (subnormal labels included)
+        compute = np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+        exact = np.asarray(values.astype(compute), np.float64) == values
+        targets = order_key(values.astype(compute))
+
+    def encode(y: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if dtype.kind in "iu":
+            key, missing = y, jnp.zeros(y.shape, bool)
+        else:
+            y = y.astype(compute)
+            key, missing = order_key(y), jnp.isnan(y)
+        match = (key[:, None] == jnp.asarray(targets)) & exact
+        index = jnp.where(match.any(axis=1), jnp.argmax(match, axis=1), -1).astype(jnp.int32)
+        flags = jnp.stack([jnp.any(missing), jnp.any((index < 0) & ~missing)])
+        return index, flags
+
+    return encode
