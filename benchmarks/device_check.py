@@ -1,7 +1,7 @@
 """The prepared device check: dpjax's speed and memory on the machine it runs on, in one short
 command, for a lent accelerator (issue 30).
 
-    python -m benchmarks.device_check            # on a GPU: about 5 minutes
+    python -m benchmarks.device_check            # on a GPU: about 7 minutes
     python -m benchmarks.device_check --dry-run  # small sizes on CPU, under 2 minutes (CI)
 
 Sections, in this order (a section that fails, or that the time budget ``--budget-s`` no longer
@@ -10,11 +10,17 @@ short still leaves what it measured):
 
 1. ``histogram`` (``suite_histogram.py``): one tree level's histogram on 1e7 x 20 uint8 codes
    (``--dry-run``: 1e5) at 1 / 8 / 32 nodes, against the device reading the codes once
-   (``jnp.sum``, the floor on an accelerator) and numpy reading them once on the host.
-2. ``sweep`` (``suite_sweep.py``): 16 ε x 16 seeds = 256 ``boosted`` models (defaults) on 1e5
-   synthetic rows (``--dry-run``: 2 x 2 on 1e3): one ``dpjax.sweep`` against a loop of 256
+   (``jnp.sum``, the floor on an accelerator) and numpy reading them once on the host; then one
+   level of 16 models by each formulation (one model after another, every model's rows in one
+   scatter, the models' cells side by side: ``suite_histogram.formulations``).
+2. ``sweep`` (``bench_sweep_plans.measure``): 16 ε x 16 seeds = 256 ``boosted`` models on 1e5
+   synthetic rows (``--dry-run``: 2 x 2 on 1e3), with the defaults and with the random shape:
+   each ``dpjax.sweep`` layout (``auto``, ``map``, ``vmap``) against a loop of 256
    ``dpjax.fit`` calls, compile and warm time apart.
-3. ``learners``: every learner of ``dpjax.LEARNERS`` with its defaults at ε = 1 on synthetic
+3. ``rows`` (``bench_device_rows.measure``): ``boosted`` on 1e7 x 20 numeric rows
+   (``--dry-run``: 1e4) given as a numpy array (binned on the host) and as a ``jax.Array``
+   (binned on the device): warm-fit wall against the compiled calls, and the binning alone.
+4. ``learners``: every learner of ``dpjax.LEARNERS`` with its defaults at ε = 1 on synthetic
    data (``suite_common.synthetic``, 20 features with values 0..9, declared bounds) at 1e5, 1e6
    and 1e7 rows (``--dry-run``: 1e3 and 1e4). One fresh interpreter per learner
    (``suite_child.py``, task ``size_series``) with an empty compilation cache, so that every
@@ -47,6 +53,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 FEATURES = 20
 RESULT_STEM = "device"
@@ -63,12 +71,13 @@ class Plan:
     sweep_epsilons: int
     sweep_seeds: int
     child_timeout_s: float
+    rows: int
 
     @classmethod
     def make(cls, dry_run: bool) -> Plan:
         if dry_run:
-            return cls(True, (10**3, 10**4), 10**5, 10**3, 2, 2, 120.0)
-        return cls(False, (10**5, 10**6, 10**7), 10**7, 10**5, 16, 16, 100.0)
+            return cls(True, (10**3, 10**4), 10**5, 10**3, 2, 2, 120.0, 10**4)
+        return cls(False, (10**5, 10**6, 10**7), 10**7, 10**5, 16, 16, 100.0, 10**7)
 
     def warm_repeats(self, rows: int) -> int:
         return 1 if self.dry_run or rows >= 10**7 else 3
@@ -197,39 +206,52 @@ def histogram_section(plan: Plan, budget: Budget) -> tuple[str, list[dict[str, A
     settings.hist_rounds = 3 if plan.dry_run else 10
     harness.log("histogram")
     section = suite_histogram.run(settings)
-    return section.markdown, section.records
+    harness.log("histogram formulations")
+    models = suite_histogram.formulations(settings)
+    return section.markdown + "\n\n" + models.markdown, section.records + models.records
 
 
 def sweep_section(plan: Plan, budget: Budget) -> tuple[str, list[dict[str, Any]]]:
-    from benchmarks import harness, suite_sweep
+    from benchmarks import bench_sweep_plans, harness
     from benchmarks.suite_child import synthetic_kwargs
-    from benchmarks.suite_common import Settings, fmt_ratio, synthetic
+    from benchmarks.suite_common import synthetic
 
-    settings = Settings.make(plan.dry_run, plan.sweep_rows, REPO)
-    settings.sweep_epsilons, settings.sweep_seeds = plan.sweep_epsilons, plan.sweep_seeds
-    settings.sweep_repeats = settings.loop_repeats = 1
     X, y = synthetic(plan.sweep_rows, FEATURES)
-    data_kwargs = synthetic_kwargs("boosted", {}, FEATURES)
-    del data_kwargs["method"], data_kwargs["epsilon"]
-    records = suite_sweep.bench_method("boosted", X, y, settings, data_kwargs)
-    fmt = harness.fmt_s
-    rows = [(r["how"], fmt(r.get("compile_s"), 2), fmt(r.get("first_call_s"), 2),
-             fmt(r.get("warm_s")), fmt(r.get("run_s")),
-             "-" if r.get("models_per_s") is None else f"{r['models_per_s']:.1f}",
-             fmt_ratio(r.get("ratio_loop_over_sweep")), r["status"]) for r in records]
+    data = synthetic_kwargs("boosted", {}, FEATURES)
+    del data["method"], data["epsilon"]
+    epsilons = list(np.geomspace(0.01, 10.0, plan.sweep_epsilons))
     n_models = plan.sweep_epsilons * plan.sweep_seeds
-    text = [f"## sweep: {plan.sweep_epsilons} ε (logspace 0.01..10) x {plan.sweep_seeds} seeds "
-            f"= {n_models} boosted models (defaults), {plan.sweep_rows:,} x {FEATURES} "
-            "synthetic rows: one dpjax.sweep vs a loop of dpjax.fit", "",
-            harness.md_table(("how", "compile s", "1st call s", "warm s", "of which run_s",
-                              "models/s", "loop / sweep (warm)", "status"), rows), "",
-            "warm: one call of the sweep, one pass of the loop, compile excluded (the loop's "
-            "compile is one dpjax.fit's, before the loop)."]
-    return "\n".join(text), records
+    text, records = [], []
+    for shape, params in (("defaults", {}), ("random shape", bench_sweep_plans.RANDOM)):
+        harness.log(f"sweep: {shape}")
+        rows = bench_sweep_plans.measure(X, y, {**data, **params}, epsilons, plan.sweep_seeds,
+                                         repeats=1)
+        loop_wall = rows[-1][2]
+        records += [{"section": "sweep", "shape": shape, "how": how, "models": n_models,
+                     "status": "ok" if len(measured) == 3 else f"refused: {measured[0]}",
+                     **(dict(zip(("compile_s", "warm_s", "run_s"), measured, strict=True),
+                             ratio_loop_over_this=loop_wall / measured[1])
+                        if len(measured) == 3 else {})}
+                    for how, *measured in rows]
+        text += [f"### {shape}", "", *bench_sweep_plans.table(rows, n_models), ""]
+    head = (f"## sweep: {plan.sweep_epsilons} ε (logspace 0.01..10) x {plan.sweep_seeds} "
+            f"seeds = {n_models} boosted models, {plan.sweep_rows:,} x {FEATURES} synthetic "
+            "rows: each dpjax.sweep layout vs a loop of dpjax.fit (warm: one call, compile "
+            "apart)")
+    return "\n".join([head, "", *text]), records
+
+
+def rows_section(plan: Plan, budget: Budget) -> tuple[str, list[dict[str, Any]]]:
+    from benchmarks import bench_device_rows, harness
+
+    harness.log(f"rows: {plan.rows:,} x {FEATURES}")
+    markdown, records = bench_device_rows.measure(plan.rows, 1 if plan.dry_run else 3)
+    return markdown, [{"section": "rows", **r} for r in records]
 
 
 SECTIONS: dict[str, Callable[[Plan, Budget], tuple[str, list[dict[str, Any]]]]] = {
-    "histogram": histogram_section, "sweep": sweep_section, "learners": learners_section}
+    "histogram": histogram_section, "sweep": sweep_section, "rows": rows_section,
+    "learners": learners_section}
 
 
 def report(plan: Plan, sections: list[tuple[str, str]], load_at_start: str, seconds: float

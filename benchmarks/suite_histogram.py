@@ -108,3 +108,63 @@ def run(settings: Settings) -> Section:
             "codes once on the device (the floor on an accelerator). GB/s = code bytes / time "
             "(what reading the codes alone would need)."]
     return Section("histogram", "\n".join(text), records)
+
+
+MODELS = 16
+"""Models of the formulations' level (:func:`formulations`)."""
+
+
+def formulations(settings: Settings, models: int = MODELS, cells: int = 4) -> Section:
+    """One level's histograms of ``models`` models, each with its own cells (an oblivious
+    tree's level: ``cells`` left cells of a record's model), by each formulation: one model
+    after another (``lax.map`` of ``packed_histogram``), every model's rows in one scatter
+    (``vmap``: the ids offset, ``dpjax.privacy.fixed_point.segment_sum``'s rule), and the
+    models' cells side by side (``dpjax.trees.histogram.window_histograms``, 16 lanes a
+    scatter); against XLA reading the codes once. All three agree (exact integers)."""
+    from dpjax.trees import histogram
+
+    m, n = settings.hist_rows, settings.hist_features
+    rng = np.random.default_rng(2)
+    codes = jnp.asarray(synthetic_codes(m, n))
+    group = min(histogram.group_size(N_CODES, 1), n)
+    packed = jax.block_until_ready(jax.jit(functools.partial(
+        histogram.pack_codes, n_codes=N_CODES, group=group))(codes))
+    lane = jnp.asarray(rng.integers(0, cells, (models, m), dtype=np.int32))
+    stats = jnp.asarray(rng.integers(-256, 257, (models, m), dtype=np.int32))
+
+    def one(node: jax.Array, stat: jax.Array) -> jax.Array:
+        return histogram.packed_histogram(packed, node, stat[:, None], cells, N_CODES, group,
+                                          n)[..., 0]
+
+    programs = {
+        DEVICE_READ: (lambda c: jnp.sum(c, dtype=jnp.uint32), (codes,)),
+        "one model after another (lax.map)": (
+            lambda a, b: jax.lax.map(lambda x: one(*x), (a, b)), (lane, stats)),
+        "every model's rows in one scatter (vmap, ids offset)": (jax.vmap(one), (lane, stats)),
+        "the models' cells side by side (window_histograms)": (
+            functools.partial(histogram.window_histograms, packed, lanes=cells,
+                              n_codes=N_CODES, group=group, n_features=n), (lane, stats)),
+    }
+    outputs: dict[str, jax.Array] = {}
+    seconds = harness.interleaved_seconds(programs, settings.hist_rounds, outputs)
+    reference = np.asarray(outputs["one model after another (lax.map)"])
+    device_read = seconds[DEVICE_READ]
+    records = []
+    for name, value in seconds.items():
+        per_model = value if name == DEVICE_READ else value / models
+        records.append({"section": "histogram", "program": name, "rows": m, "features": n,
+                        "models": None if name == DEVICE_READ else models, "cells": cells,
+                        "ms": 1e3 * value, "ms_per_model": 1e3 * per_model,
+                        "ratio_to_device_read": per_model / device_read,
+                        "agrees": None if name == DEVICE_READ else bool(
+                            np.array_equal(np.asarray(outputs[name]), reference))})
+    rows = [(r["program"], f"{r['ms']:.2f}", f"{r['ms_per_model']:.3f}",
+             f"{r['ratio_to_device_read']:.1f}x",
+             "-" if r["agrees"] is None else str(r["agrees"])) for r in records]
+    text = [f"## histogram formulations: one level of {models} models ({cells} cells each), "
+            f"{fmt_rows(m)} x {n} uint8 codes", "",
+            harness.md_table(("program", "ms (median)", "ms per model", "per model x jnp.sum",
+                              "agrees"), rows), "",
+            f"median of {settings.hist_rounds} interleaved rounds, compile excluded; per model "
+            "x jnp.sum: a model's share of the program against XLA reading the codes once."]
+    return Section("histogram", "\n".join(text), records)

@@ -202,8 +202,10 @@ def fit(
     ledger = ledger_of(prepared, epsilon, costs)
     if accountant is not None:
         accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
+    # the compiled calls: the rows' binning on their device, the fit's programs
     return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
-                 Timings(compile_s, run_s), prepared.target)
+                 Timings(compile_s + prepared.encoding[0], run_s + prepared.encoding[1]),
+                 prepared.target)
 
 
 def sweep(
@@ -293,7 +295,9 @@ def sweep(
                 accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
     ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
     return Sweep(configs, jax.device_put(run.params), grid, seeds, prepared.spec,
-                 prepared.classes, ledgers, Timings(run.compile_s, run.run_s), prepared.target)
+                 prepared.classes, ledgers, Timings(run.compile_s + prepared.encoding[0],
+                                                    run.run_s + prepared.encoding[1]),
+                 prepared.target)
 
 
 PARALLEL = ("auto", "vmap", "map")

@@ -28,7 +28,8 @@ from dpjax.privacy import Cost, LedgerEntry, PrivacyLedger
 
 @dataclasses.dataclass(frozen=True)
 class Timings:
-    """Seconds spent compiling (0 when the compiled program was cached) and running a fit."""
+    """Seconds spent compiling (0 when the compiled programs were cached) and running a fit's
+    compiled programs (the rows' binning where they were given on a device, the fit's)."""
 
     compile_s: float
     run_s: float

@@ -29,7 +29,13 @@ import jax
 import numpy as np
 
 from dpjax._keys import grid_keys
-from dpjax._preparation import Prepared, affordable_models, compile_cached, run_timed
+from dpjax._preparation import (
+    Prepared,
+    affordable_models,
+    compile_cached,
+    compiler_options,
+    run_timed,
+)
 from dpjax._sharding import to_local
 
 
@@ -53,7 +59,7 @@ def fit_planned(prepared: Prepared, private: bool, args: tuple, options: dict[st
     schedule_fn, schedule_key = prepared.schedule_fn(private)
     schedule_args = (key, y, epsilon, traced, size, *weights)
     compiled, schedule_compile = compile_cached(schedule_fn, schedule_key, *schedule_args,
-                                                options=options)
+                                                options=schedule_options(schedule_args))
     (released, schedule_costs), schedule_run = run_timed(compiled, *schedule_args)
     plan = prepared.config.plan(jax.device_get(to_local(released)),
                                 prepared.planning_context(private), private)
@@ -63,6 +69,14 @@ def fit_planned(prepared: Prepared, private: bool, args: tuple, options: dict[st
     (params, costs), grow_run = run(compiled, *grow_args)
     return Run(params, _merged(to_local(schedule_costs), costs),
                schedule_compile + grow_compile, schedule_run + grow_run)
+
+
+def schedule_options(args: tuple) -> dict[str, Any]:
+    """XLA options of a schedule's program: on CPU the quick ones
+    (:data:`dpjax._preparation.QUICK_COMPILE`), whatever the data (a schedule reads the labels
+    alone: its run is short, its compile the most of its time), unless
+    ``$DPJAX_QUICK_COMPILE`` is ``off``."""
+    return compiler_options(0.0, args, "quick")
 
 
 def _merged(first: Any, then: Any) -> Any:
@@ -164,7 +178,7 @@ def sweep_models(prepared: Prepared, private: bool, keys: jax.Array,
         args = (point_keys, prepared.y, {n: jax.device_put(v) for n, v in points.items()},
                 size)
         compiled, seconds = compile_cached(schedules, (schedule_key, "sweep", tuple(points)),
-                                           *args)
+                                           *args, options=schedule_options(args))
         compile_s += seconds
         (released, schedule_costs), seconds = run_timed(compiled, *args)
         run_s += seconds

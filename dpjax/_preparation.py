@@ -12,7 +12,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,10 +30,13 @@ from dpjax.data import (
 )
 from dpjax.data.binning import as_table, check_on_out_of_bounds, on_device
 from dpjax.data.device import (
+    check_flags,
+    check_label_flags,
+    check_width,
     device_encodable,
     device_labels,
-    encode_labels_on_device,
-    encode_on_device,
+    encoder,
+    label_encoder,
 )
 from dpjax.data.labels import device_classes
 from dpjax.learners import LEARNERS, FitContext, Learner, get_learner
@@ -158,6 +161,9 @@ class Prepared:
     rows: int | None = None
     """The rows the fit's program reads, padding rows included (every process's in a
     multi-process fit; ``None``: the codes')."""
+    encoding: tuple[float, float] = (0.0, 0.0)
+    """Seconds compiling and running the program that binned the rows and labels given as
+    ``jax.Array``s on their device (0 where they took the host path)."""
 
     def context(self, private: bool, size: jax.Array | None,
                 structure_key: jax.Array | None = None,
@@ -348,13 +354,19 @@ def prepare(
         warnings.warn("public_size equals the number of rows: under add/remove the row count "
                       "is private, and declaring it publishes it with no ledger entry; declare "
                       "it only for a study whose size is fixed in advance", stacklevel=3)
-    if on_device(table) and device_encodable(spec):     # binned on the rows' device
-        codes = encode_on_device(spec, table, rows=held, on_out_of_bounds=on_out_of_bounds)
-    else:
+    device_rows = on_device(table) and device_encodable(spec)
+    if not device_rows:
         codes = encode(spec, np.asarray(table) if on_device(table) else table,
                        on_out_of_bounds=on_out_of_bounds)
+    encoded = encode_on_device(spec if device_rows else None, table if device_rows else None,
+                               classes if labels_on_device else None,
+                               y if labels_on_device else None, held)
+    if device_rows:
+        codes = encoded.codes
+        check_flags(spec, encoded.flags, on_out_of_bounds)
     if labels_on_device:
-        y_index = encode_labels_on_device(y, classes, rows=held, declared=declared)
+        y_index = encoded.labels
+        check_label_flags(classes, encoded.label_flags, declared)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
     if spec.from_data:
@@ -380,7 +392,43 @@ def prepare(
                     SENSITIVITY[neighbouring],
                     None if public_size is None else float(public_size),
                     None if weights is None else jax.device_put(weights), target,
-                    held * len(counts))
+                    held * len(counts), encoded.timings)
+
+
+class Encoded(NamedTuple):
+    """What :func:`encode_on_device` returns: the codes and labels (``None`` where they took
+    the host path), their flags, and the program's ``(compile_s, run_s)``."""
+
+    codes: jax.Array | None = None
+    flags: jax.Array | None = None
+    labels: jax.Array | None = None
+    label_flags: jax.Array | None = None
+    timings: tuple[float, float] = (0.0, 0.0)
+
+
+def encode_on_device(spec: FeatureSpec | None, X: jax.Array | None, classes: Any,
+                     y: jax.Array | None, rows: int) -> Encoded:
+    """The rows ``X`` (under ``spec``) and the labels ``y`` (against ``classes``) that are
+    ``jax.Array``s, binned on their device by one compiled program
+    (:mod:`dpjax.data.device`), padded to ``rows`` rows; ``None`` arguments took the host
+    path. Compiled once per spec, classes, shapes and dtypes, its compile and run timed apart
+    (a fit's :class:`~dpjax.Timings` count them)."""
+    if X is None and y is None:
+        return Encoded()
+    if X is not None:
+        check_width(spec, X)
+    rows_fn = None if X is None else encoder(spec, str(X.dtype), rows)
+    labels_fn = None if y is None else label_encoder(
+        tuple(float(c) for c in classes), str(y.dtype), rows)
+
+    def program(X: jax.Array | None, y: jax.Array | None) -> tuple:
+        return ((None, None) if X is None else rows_fn(X)) + (
+            (None, None) if y is None else labels_fn(y))
+
+    compiled, compile_s = compile_cached(program, ("encode", spec, tuple(classes or ()),
+                                                   rows), X, y)
+    outputs, run_s = run_timed(compiled, X, y)
+    return Encoded(*outputs, timings=(compile_s, run_s))
 
 
 def held_rows(config: Learner, counts: tuple[int, ...], devices: int, *, pad: bool,

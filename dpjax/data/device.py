@@ -56,20 +56,31 @@ def encode_on_device(spec: FeatureSpec, X: jax.Array, *, rows: int | None = None
     padding (codes 0). NaN is a missing value (the feature's missing code if it has one, else
     an error), infinite values are an error, and values outside the bounds are clipped with
     an :class:`~dpjax.data.OutOfBoundsWarning` (``on_out_of_bounds="clip"``) or refused
-    (``"error"``), column by column as :func:`dpjax.data.encode` does; no message prints a
-    value or a count."""
+    (``"error"``), column by column as :func:`dpjax.data.encode` does (:func:`check_flags`);
+    no message prints a value or a count."""
     check_on_out_of_bounds(on_out_of_bounds)
+    check_width(spec, X)
+    codes, flags = jax.jit(encoder(spec, str(X.dtype), X.shape[0] if rows is None else rows))(X)
+    check_flags(spec, flags, on_out_of_bounds)
+    return codes
+
+
+def check_width(spec: FeatureSpec, X: jax.Array) -> None:
+    """Refuse ``X`` whose column count is not the spec's."""
     if X.shape[1] != spec.n_features:
         raise ValueError(f"X has {X.shape[1]} features, the model expects {spec.n_features}")
-    rows = X.shape[0] if rows is None else rows
-    codes, flags = _encoder(spec, str(X.dtype), rows)(X)
+
+
+def check_flags(spec: FeatureSpec, flags: jax.Array, on_out_of_bounds: str) -> None:
+    """The host's errors and warnings (:func:`dpjax.data.encode`'s, column by column) from the
+    flags of :func:`bin_values` (``[3, n]``: infinite values, NaN, values outside the
+    bounds); the only values that come back from the device."""
     infinite, nan, outside = np.asarray(flags).tolist()
     missing_codes = [int(v) if m else None
                      for v, m in zip(spec.n_values, spec.missing, strict=True)]
     for j in range(spec.n_features):
         _check_numeric(spec, j, infinite[j], nan[j], outside[j], missing_codes[j],
                        on_out_of_bounds)
-    return codes
 
 
 def bin_values(spec: FeatureSpec, X: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -81,17 +92,17 @@ def bin_values(spec: FeatureSpec, X: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 @functools.lru_cache(maxsize=64)
-def _encoder(spec: FeatureSpec, dtype_name: str,
-             rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
-    """The jitted :func:`bin_values` of ``spec`` for values of ``dtype_name``, padded to
-    ``rows`` rows (codes 0)."""
+def encoder(spec: FeatureSpec, dtype_name: str,
+            rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """Pure :func:`bin_values` of ``spec`` for values of ``dtype_name``, the codes padded to
+    ``rows`` rows (codes 0): the program a fit compiles (:func:`dpjax.fit`)."""
     binner = _binner(spec, dtype_name)
 
     def encode(X: jax.Array) -> tuple[jax.Array, jax.Array]:
         codes, flags = binner(X)
         return jnp.pad(codes, ((0, rows - X.shape[0]), (0, 0))), flags
 
-    return jax.jit(encode)
+    return encode
 
 
 @functools.lru_cache(maxsize=64)
@@ -111,9 +122,16 @@ def _binner(spec: FeatureSpec,
     slack = _bound_slack(lo, hi)
     low = _ceil_to(lo - slack, compute)               # x < lo − s  iff  x < low
     high = -_ceil_to(-(hi + slack), compute)          # x > hi + s  iff  x > high
-    # every comparison on order keys: exact whatever a device does with subnormal numbers
-    edge_keys, low_key, high_key, inf_key = (order_key(np.asarray(t, compute))
-                                             for t in (edges, low, high, np.inf))
+    # the bins: every comparison on order keys, exact whatever a device does with subnormal
+    # numbers (it may flush them to zero when it compares floats)
+    edge_keys, low_key, high_key = (order_key(np.asarray(t, compute))
+                                    for t in (edges, low, high))
+    # the flags from each column's extrema: as floats where no threshold is zero or subnormal
+    # (there a subnormal number and zero fall on the same side of every threshold), else as
+    # order keys; NaN-propagating extrema first, the NaN-free ones only where a column holds
+    # a NaN (a select inside a reduction measured ten times slower than the reduction)
+    tiny = np.finfo(compute).tiny
+    float_bounds = bool(np.all(np.abs(np.concatenate([low, high])) >= tiny))
     missing = np.asarray([int(v) if m else 0 for v, m in zip(spec.n_values, spec.missing,
                                                              strict=True)], np.uint8)
     has_missing = np.asarray(spec.missing)
@@ -126,11 +144,25 @@ def _binner(spec: FeatureSpec,
         codes = functools.reduce(jnp.add, [(key >= edge_keys[k]).astype(jnp.uint8)
                                            for k in counted], jnp.zeros(x.shape, jnp.uint8))
         codes = jnp.where(nan & has_missing, missing, codes)
-        extreme = np.iinfo(key.dtype)
-        lowest = jnp.min(jnp.where(nan, extreme.max, key), axis=0)
-        highest = jnp.max(jnp.where(nan, extreme.min, key), axis=0)
-        flags = jnp.stack([(lowest == -inf_key) | (highest == inf_key), jnp.any(nan, axis=0),
-                           (lowest < low_key) | (highest > high_key)])
+        if float_bounds:
+            values, bounds = x, (low.astype(compute), high.astype(compute))
+            infinite, fill = np.asarray(np.inf, compute), np.asarray(np.inf, compute)
+        else:
+            values, bounds = key, (low_key, high_key)
+            infinite = order_key(np.asarray(np.inf, compute))
+            fill = np.iinfo(key.dtype).max
+        lowest, highest = jnp.min(values, axis=0), jnp.max(values, axis=0)
+        columns_nan = jnp.any(nan, axis=0) if not float_bounds else (
+            jnp.isnan(lowest) | jnp.isnan(highest))
+
+        def present(_: None) -> tuple[jax.Array, jax.Array]:
+            return (jnp.min(jnp.where(nan, fill, values), axis=0),
+                    jnp.max(jnp.where(nan, -fill, values), axis=0))
+
+        lowest, highest = jax.lax.cond(jnp.any(columns_nan), present,
+                                       lambda _: (lowest, highest), None)
+        flags = jnp.stack([(lowest == -infinite) | (highest == infinite), columns_nan,
+                           (lowest < bounds[0]) | (highest > bounds[1])])
         return codes, flags
 
     return encode
@@ -152,10 +184,17 @@ def encode_labels_on_device(y: jax.Array, classes: Sequence[Any], *, rows: int |
                             declared: bool = True) -> jax.Array:
     """Class indices int32 ``[rows]`` of the numeric labels ``y`` (a ``jax.Array``) on their
     device, against the numeric ``classes``; rows past ``y``'s are padding rows (the label
-    ``len(classes)``). Missing labels and labels outside the classes are refused, as
-    :func:`dpjax.data.encode_labels` refuses them (its messages)."""
-    rows = y.shape[0] if rows is None else rows
-    index, flags = _label_encoder(tuple(float(c) for c in classes), str(y.dtype), rows)(y)
+    ``len(classes)``). Missing labels and labels outside the classes are refused
+    (:func:`check_label_flags`)."""
+    index, flags = jax.jit(label_encoder(tuple(float(c) for c in classes), str(y.dtype),
+                                         y.shape[0] if rows is None else rows))(y)
+    check_label_flags(classes, flags, declared)
+    return index
+
+
+def check_label_flags(classes: Sequence[Any], flags: jax.Array, declared: bool) -> None:
+    """Refuse, as :func:`dpjax.data.encode_labels` does, missing labels and labels outside the
+    ``classes`` (``declared`` or the default), from the flags of :func:`label_values`."""
     missing, unknown = np.asarray(flags).tolist()
     if missing:
         raise ValueError("y has missing labels")
@@ -165,7 +204,6 @@ def encode_labels_on_device(y: jax.Array, classes: Sequence[Any], *, rows: int |
             "; numeric labels default to classes=[0, 1]: declare classes=[...] (e.g. "
             "classes=[-1, 1]) for other label values")
         raise ValueError(f"y has labels outside the {source} classes {list(classes)}{hint}")
-    return index
 
 
 def label_values(classes: Sequence[Any], y: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -178,17 +216,17 @@ def label_values(classes: Sequence[Any], y: jax.Array) -> tuple[jax.Array, jax.A
 
 
 @functools.lru_cache(maxsize=64)
-def _label_encoder(classes: tuple[float, ...], dtype_name: str,
-                   rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
-    """The jitted class indices of labels of ``dtype_name``, padded to ``rows`` rows (the label
-    ``len(classes)``)."""
+def label_encoder(classes: tuple[float, ...], dtype_name: str,
+                  rows: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """Pure class indices of labels of ``dtype_name``, padded to ``rows`` rows (the label
+    ``len(classes)``): the program a fit compiles."""
     labeler = _labeler(classes, dtype_name)
 
     def encode(y: jax.Array) -> tuple[jax.Array, jax.Array]:
         index, flags = labeler(y)
         return jnp.pad(index, (0, rows - y.shape[0]), constant_values=len(classes)), flags
 
-    return jax.jit(encode)
+    return encode
 
 
 @functools.lru_cache(maxsize=64)

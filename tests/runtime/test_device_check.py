@@ -22,7 +22,8 @@ def test_dry_run_measures_every_section_and_learner(tmp_path: Path) -> None:
                    stdout=subprocess.DEVNULL)
     (report,) = tmp_path.glob("device_*_dry-run.md")
     text = report.read_text()
-    for heading in ("## histogram", "## sweep", "## learners"):
+    for heading in ("## histogram", "## histogram formulations", "## sweep", "## boosted on",
+                    "## learners"):
         assert heading in text
     records = pd.read_csv(report.with_suffix(".csv"))
     learners = records[records["section"] == "learners"]
@@ -31,7 +32,9 @@ def test_dry_run_measures_every_section_and_learner(tmp_path: Path) -> None:
     assert sorted(set(learners["rows"])) == [1000, 10000]
     assert (learners["run_s"] > 0).all() and (learners["compile_s"] > 0).all()
     sweep = records[records["section"] == "sweep"]
-    assert list(sweep["status"]) == ["ok", "ok"]
+    assert list(sweep["status"]) == ["ok"] * 8          # 3 layouts and the loop, 2 shapes
     histogram = records[records["section"] == "histogram"]
     assert histogram["agrees"].dropna().astype(bool).all()
     assert (histogram["ms"] > 0).all()
+    rows = records[records["section"] == "rows"]
+    assert len(rows) == 2 and rows["same_model"].astype(bool).all()

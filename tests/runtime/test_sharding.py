@@ -45,6 +45,24 @@ SCRIPT = textwrap.dedent("""
             "ledger_equal": str(one.privacy) == str(eight.privacy),
             "n_leaves": len(jax.tree.leaves(one.params)),
         }}
+    # rows given as a row-sharded jax.Array: binned where they are (the codes stay sharded)
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from dpjax import _preparation
+    rows = NamedSharding(Mesh(np.asarray(jax.devices()), ("rows",)), PartitionSpec("rows"))
+    X_sharded, y_sharded = jax.device_put(X, rows), jax.device_put(y.astype(np.int32), rows)
+    prepared = _preparation.prepare(
+        X_sharded, y_sharded, method="boosted", epsilon=1.0, bounds=common["bounds"],
+        classes=(0, 1), n_bins=8, missing="error", on_out_of_bounds="clip",
+        neighbouring="add_remove", params={{}}, pad=True)
+    sharded_codes = len(prepared.codes.sharding.device_set) == 8
+    same_sharded = {{}}
+    for method in ("boosted", "random_trees"):
+        one = dpjax.fit(X, y, method=method, key=7, **common, **small(method))
+        eight = dpjax.fit(X_sharded, y_sharded, method=method, key=7, devices=8, **common,
+                          **small(method))
+        same_sharded[method] = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(
+            jax.tree.leaves(one.params), jax.tree.leaves(eight.params)))
+    out["sharded_input"] = {{"codes_sharded": sharded_codes, "same": same_sharded}}
     # 9 rows over 2 devices: padded to a multiple of 2, never refused (the row count is
     # private under add/remove), and the model is the 1-device one
     nine = {{}}
@@ -131,6 +149,14 @@ def test_the_sharding_refuses_rows_that_do_not_split_without_printing_their_coun
     with pytest.raises(ValueError, match="do not split evenly") as error:
         row_sharding(devices, 1000)
     assert "1000" not in str(error.value)
+
+
+def test_rows_given_sharded_are_binned_where_they_are(eight_device_fits):
+    """A row-sharded ``jax.Array`` is binned on its devices (issue 50, item 3): its codes stay
+    sharded over the 8 devices, and its fits are the 1-device fits from numpy rows."""
+    result = eight_device_fits["sharded_input"]
+    assert result["codes_sharded"]
+    assert all(result["same"].values()), result["same"]
 
 
 def test_padded_rows_are_the_bucket_rounded_to_the_device_count():
