@@ -256,7 +256,8 @@ class Prepared:
                 for n in config.traced_names()}
 
 
-def _check_public_size(public_size: Any) -> int | None:
+def check_public_size(public_size: Any) -> int | None:
+    """A declared public row count: a positive integer, or ``None``."""
     if public_size is None:
         return None
     if isinstance(public_size, bool) or not isinstance(public_size, (int, np.integer)) or (
@@ -277,8 +278,8 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> np.ndar
                          f"[0, 1]: {', '.join(takers)})")
     weights = np.asarray(sample_weight, dtype=np.float64)
     if weights.shape != (m,):
-        raise ValueError(f"sample_weight must hold one weight per row ({m}); got shape "
-                         f"{weights.shape}")
+        raise ValueError("sample_weight must hold one weight per row of X (a 1-D array as "
+                         "long as y)")
     if not np.isfinite(weights).all():
         raise ValueError("sample_weight must be finite")
     if (weights < 0).any() or (weights > 1).any():
@@ -308,7 +309,7 @@ def prepare(
     process's alone)."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
-    public_size = _check_public_size(public_size)
+    public_size = check_public_size(public_size)
     delta = check_delta(delta)
     table = as_table(X)
     regression = check_task(task, config, classes, y_bounds)
@@ -330,7 +331,7 @@ def prepare(
         raise ValueError(f"Only binary classification is supported: {config.name} is a binary "
                          f"classifier; got {len(classes)} classes")
     if len(y_index) != table.shape[0]:
-        raise ValueError(f"X has {table.shape[0]} rows but y has {len(y_index)} labels")
+        raise ValueError("X and y must have as many rows (y: one label per row of X)")
     n_bins = config.default_bins if n_bins is None else n_bins
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
                              private=epsilon is not None)
@@ -361,12 +362,12 @@ def prepare(
     encoded = encode_on_device(spec if device_rows else None, table if device_rows else None,
                                classes if labels_on_device else None,
                                y if labels_on_device else None, held)
+    if labels_on_device:        # the labels' errors first, as on the host path
+        y_index = encoded.labels
+        check_label_flags(classes, encoded.label_flags, declared)
     if device_rows:
         codes = encoded.codes
         check_flags(spec, encoded.flags, on_out_of_bounds)
-    if labels_on_device:
-        y_index = encoded.labels
-        check_label_flags(classes, encoded.label_flags, declared)
     ledger = PrivacyLedger(neighbouring=neighbouring, requested_epsilon=epsilon,
                            requested_delta=delta)
     if spec.from_data:
@@ -560,12 +561,14 @@ def check_limits(config: Learner, shape: tuple[int, int], max_codes: int, n_clas
         params = config.hyperparams
         sizes = ", ".join(f"{k}={params[k]}" for k in ("n_trees", "depth", "n_rounds")
                           if k in params)
+        # the message names no row count and no need read off it (the row count is private
+        # under add/remove)
         raise ValueError(
-            f"{config.name} with {sizes} on {shape[0]} x {shape[1]} codes"
+            f"{config.name} with {sizes} on these rows of {shape[1]} features"
             + (f" ({batch} models at once)" if batch > 1 else "")
-            + f" needs about {need / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB "
-            "allowed: use fewer or shallower trees (or fewer grid points / a smaller audit "
-            "chunk), or raise the limit with DPJAX_MEMORY_LIMIT_GB")
+            + f" needs more memory than the {limit / 2**30:.1f} GiB allowed: use fewer or "
+            "shallower trees (or fewer grid points / a smaller audit chunk), or raise the "
+            "limit with DPJAX_MEMORY_LIMIT_GB")
 
 
 def affordable_models(prepared: Prepared) -> int:

@@ -25,6 +25,7 @@ fitting all the rows in process order (``tests/runtime/test_multihost.py``).
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 
 import jax
@@ -87,9 +88,13 @@ def process_rows(devices: Sequence[jax.Device] | None, local_rows: int) -> tuple
 
 def local_device_count(devices: Sequence[jax.Device]) -> int:
     """The devices of ``devices`` that belong to this process (each process holds the rows of
-    its own devices)."""
-    mine = jax.process_index()
-    return sum(d.process_index == mine for d in devices)
+    its own devices, as many rows in every process): ``ValueError`` where the processes hold
+    different numbers of them (a public fact of the device list)."""
+    per_process = collections.Counter(d.process_index for d in devices)
+    if len(set(per_process.values())) > 1:
+        raise ValueError("devices: every process must hold as many of the devices (each "
+                         "process pads its rows to one size, split evenly over its devices)")
+    return per_process[jax.process_index()]
 
 
 def shared_key(devices: Sequence[jax.Device] | None, key: jax.Array) -> jax.Array:

@@ -12,21 +12,23 @@ your own programs.
   declaration, the neighbouring relation, ``δ`` and a declared public size. It checks them
   once, here.
 * ``f(key, X, y, epsilon, **traced)`` is the learner's pure fit (its plan decided inside the
-  program) on the numeric rows ``X [m, n]`` and numeric labels ``y [m]``, binned by the same
-  public binning as :func:`dpjax.fit` (:func:`dpjax.data.device.bin_values`); the traced
-  hyper-parameters may be passed as arrays (and vmapped over). ``chex`` checks the shapes and
-  dtypes at the boundary. Inside a program nothing can raise on the data: values outside the
-  bounds fall in the edge bins (clipped), a NaN takes its feature's missing code (the first
-  bin where none is declared), and a row whose label is missing or outside the classes
-  counts nowhere. :meth:`Fitter.check` raises on the host as :func:`dpjax.fit` does.
+  program) on the numeric rows ``X [m, n]`` (floats, binned in their JAX dtype: float32 unless
+  JAX's x64 mode is on) and numeric labels ``y [m]``, binned by the same public binning as
+  :func:`dpjax.fit` (:func:`dpjax.data.device.bin_values`); the traced hyper-parameters may
+  be passed as arrays (and vmapped over). ``chex`` checks the shapes and dtypes at the
+  boundary. Inside a program nothing can raise on the data: values outside the bounds fall in
+  the edge bins (clipped), a NaN takes its feature's missing code (the first bin where none
+  is declared), and a row whose label is missing or outside the classes counts nowhere.
+  :meth:`Fitter.check` raises on the host as :func:`dpjax.fit` does.
 * ``f.ledger(costs, epsilon)`` composes one model's costs on the host into its
   :class:`~dpjax.privacy.PrivacyLedger`; ``f.ledgers`` those of a leading batch axis.
 
 The privacy contract (``docs/functional.md``): one fresh key per release (never reuse a key,
 and derive keys with ``jax.random.split``, not from data), one ledger per model, and no shape
-read off private data (the row count is private under add/remove: pad to a public size, or
-fix shard sizes in advance). Models fitted on disjoint shards of the rows compose in parallel:
-together they spend the largest of their budgets.
+read off private data (the row count is private under add/remove: pad to a public size).
+Models fitted on shards that each record's own value assigns it to (a hash of its ID, a public
+attribute) compose in parallel: together they spend the largest of their budgets; shards cut
+by position, or overlapping ones (cross-validation folds), compose sequentially.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax._model import Model, Timings
-from dpjax._preparation import compose_ledger
+from dpjax._preparation import check_public_size, compose_ledger
 from dpjax.data import FeatureSpec, make_feature_spec
-from dpjax.data.binning import encode
+from dpjax.data.binning import device_dtype, encode
 from dpjax.data.device import bin_values, device_encodable, label_values
 from dpjax.data.labels import DEFAULT_NUMERIC_CLASSES, check_classes, encode_labels
 from dpjax.learners import FitContext, Learner, get_learner
@@ -84,7 +86,9 @@ class Fitter:
         return self.spec.n_features
 
     def context(self, m: int) -> FitContext:
-        """The fit's context (``m``: the rows, a public size under replace-one)."""
+        """The fit's context: the declared ``public_size``, else under replace-one ``m``, the
+        rows given (public under replace-one: pass ``public_size`` where you padded them),
+        else none (add/remove: a learner that needs a size releases a noisy count)."""
         size = (self.public_size if self.public_size is not None
                 else m if self.neighbouring == "replace_one" else None)
         return FitContext(self.spec.n_codes, len(self.classes), SENSITIVITY[self.neighbouring],
@@ -157,7 +161,7 @@ class Fitter:
         and in ``y`` (missing labels, labels outside the classes); no message prints a value.
         Reads the data: call it on your own data before the pure fit, not inside it."""
         self._check_rows(X)
-        encode(self.spec, np.asarray(X))
+        encode(self.spec, np.asarray(jnp.asarray(X)))    # the dtype the pure functions bin
         if y is not None:
             encode_labels(np.asarray(y), self.classes)
 
@@ -172,8 +176,10 @@ class Fitter:
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features, the fitter expects "
                              f"{self.n_features}")
-        if not (jnp.issubdtype(X.dtype, jnp.floating) or jnp.issubdtype(X.dtype, jnp.integer)):
-            raise ValueError(f"X must hold numbers (a float or integer array); got {X.dtype}")
+        if not device_dtype(X.dtype):
+            raise ValueError(f"X must hold floats (or int8, uint8, int16, uint16, which float32 "
+                             f"holds exactly); got {X.dtype}: cast it to float32 (wider "
+                             "integers would round)")
 
 
 def fitter(method: str | Learner = "boosted", *, bounds: Any, classes: Sequence[Any] = None,
@@ -210,8 +216,7 @@ def fitter(method: str | Learner = "boosted", *, bounds: Any, classes: Sequence[
     if not device_encodable(spec):
         raise ValueError("the functional core bins numeric features: declare every feature "
                          "with a (lo, hi) range")
-    if public_size is not None and (isinstance(public_size, bool) or public_size < 1):
-        raise ValueError(f"public_size must be a positive integer or None, got {public_size!r}")
+    public_size = check_public_size(public_size)
     config.check_request(True, delta)
     return Fitter(config, spec, classes, neighbouring, delta, public_size)
 

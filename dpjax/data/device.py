@@ -139,11 +139,14 @@ def _binner(spec: FeatureSpec,
 
     def encode(X: jax.Array) -> tuple[jax.Array, jax.Array]:
         x = X.astype(compute)
-        key, nan = order_key(x), jnp.isnan(x)
+        # the codes from the bits alone: beside a float operation on the same value (isnan),
+        # XLA rewrote a comparison of order keys into one of floats, which flushed subnormal
+        # numbers to zero
+        key, nan = order_key(x), is_nan(x)
         # a value's bin: the inner edges at or below it (a NaN gets its missing code below)
         codes = functools.reduce(jnp.add, [(key >= edge_keys[k]).astype(jnp.uint8)
                                            for k in counted], jnp.zeros(x.shape, jnp.uint8))
-        codes = jnp.where(nan & has_missing, missing, codes)
+        codes = jnp.where(nan, jnp.where(has_missing, missing, np.uint8(0)), codes)
         if float_bounds:
             values, bounds = x, (low.astype(compute), high.astype(compute))
             infinite, fill = np.asarray(np.inf, compute), np.asarray(np.inf, compute)
@@ -166,6 +169,16 @@ def _binner(spec: FeatureSpec,
         return codes, flags
 
     return encode
+
+
+def is_nan(x: jax.Array) -> jax.Array:
+    """Whether each float of ``x`` is a NaN, read from its bits (its magnitude's bits above
+    infinity's)."""
+    bits = {4: np.int32, 8: np.int64}[np.dtype(x.dtype).itemsize]
+    info = np.iinfo(bits)
+    magnitude = jax.lax.bitcast_convert_type(x, bits) & jnp.asarray(info.max, bits)
+    infinity = np.asarray(np.inf, x.dtype).view(bits)
+    return magnitude > infinity
 
 
 def order_key(x: Any) -> Any:

@@ -245,7 +245,9 @@ def exact_segment_sum(values: jax.Array, segments: jax.Array,
     if m <= MAX_ROWS:
         return segment_sum(values, segments, num_segments)
     n_chunks, chunk = row_chunks(m)
-    parts = segment_sum(values, chunk * num_segments + segments, n_chunks * num_segments)
+    inside = (segments >= 0) & (segments < num_segments)     # out of range: dropped
+    parts = segment_sum(values, jnp.where(inside, chunk * num_segments + segments,
+                                          n_chunks * num_segments), n_chunks * num_segments)
     return wide_total(parts.reshape((n_chunks, num_segments) + values.shape[1:]))
 
 

@@ -26,7 +26,7 @@ def _bad_inputs(X, y, bounds):
         ("nan", dict(X=X_nan), r"'a'.*missing \(NaN\)"),
         ("inf", dict(X=X_inf), r"'b'.*infinite"),
         ("1-D X", dict(X=X["a"].to_numpy()), "2-D"),
-        ("lengths", dict(y=y[:-1]), "rows but y has"),
+        ("lengths", dict(y=y[:-1]), "as many rows"),
         ("labels outside the default", dict(y=np.where(y == 1, 1, -1)),
          "outside the default classes"),
         ("epsilon 0", dict(epsilon=0.0), "epsilon"),

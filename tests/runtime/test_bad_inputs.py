@@ -87,7 +87,7 @@ FIT_ERRORS = [
      r"no parameter.*n_tree"),
     ("unknown method", lambda X, y: dict(method="gbm"), ValueError, "unknown method"),
     ("y 2-D", lambda X, y: dict(y=np.c_[y, y]), ValueError, "y must be 1-D"),
-    ("y length", lambda X, y: dict(y=y[:-1]), ValueError, "rows but y has"),
+    ("y length", lambda X, y: dict(y=y[:-1]), ValueError, "as many rows"),
     ("y NaN", lambda X, y: dict(y=np.where(y == 1, np.nan, 0.0)), ValueError, "missing label"),
     ("labels outside the default classes", lambda X, y: dict(y=y * 3), ValueError,
      "default classes"),

@@ -38,3 +38,4 @@ def test_dry_run_measures_every_section_and_learner(tmp_path: Path) -> None:
     assert (histogram["ms"] > 0).all()
     rows = records[records["section"] == "rows"]
     assert len(rows) == 2 and rows["same_model"].astype(bool).all()
+    assert rows["hard_values_agree"].astype(bool).all()

@@ -117,3 +117,15 @@ def test_a_fitted_model_serves_the_rest_of_dpjax():
     model = f.model(params, f.ledger(costs, 1.0))
     assert model.score(X[0], y[0]) > 0.6
     assert "log-odds" in model.describe()
+
+
+def test_the_pure_binning_is_the_checked_binning_for_float_rows_only():
+    """Wide integers would round in float32: refused; a NaN with no missing code takes the
+    first bin (as documented); ``check`` bins in the dtype the pure functions see."""
+    f = fitter("random_trees", bounds=(0.0, 1.0), n_features=1, n_trees=2, depth=2)
+    with pytest.raises(ValueError, match="cast it to float32"):
+        f.encode(jnp.asarray([[1], [2]], jnp.int32))
+    codes = f.encode(jnp.asarray([[np.nan], [-np.nan], [0.95]], jnp.float32))
+    np.testing.assert_array_equal(np.asarray(codes)[:, 0], [0, 0, 9])
+    with pytest.raises(ValueError, match="public_size"):
+        fitter("random_trees", bounds=(0.0, 1.0), n_features=1, public_size=2.5)

@@ -21,9 +21,10 @@ def data(rows: int = 300):
 
 
 @pytest.mark.parametrize(("method", "params"), [
-    ("boosted", dict()),                              # branches per point: mapped on CPU
+    ("boosted", dict()),                  # plans settled per model (random or cyclic rounds)
+    ("boosted", dict(shape="oblivious", oblivious_trees=2, depth=3)),   # windowed levels
     ("random_trees", dict(n_trees=3, depth=2)),
-    ("rule_list", dict(max_rules=2)),                 # vectorised grid on CPU
+    ("rule_list", dict(max_rules=2)),
 ])
 def test_every_plan_gives_the_same_models(method, params):
     X, y = data()
