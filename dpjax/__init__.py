@@ -34,6 +34,8 @@ _EXPORTS = {
     "Timings": "dpjax._model",
     "load": "dpjax._model",
     "as_key": "dpjax._keys",
+    "FixedKeyWarning": "dpjax._keys",
+    "WeakGuaranteeWarning": "dpjax._preparation",
     "LEARNERS": "dpjax.learners",
     "BudgetAccountant": "dpjax.privacy",
     "BudgetExceededError": "dpjax.privacy",
@@ -84,8 +86,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         trees,
     )
     from dpjax._api import clear_caches, fit, sweep  # noqa: F401
-    from dpjax._keys import as_key  # noqa: F401
+    from dpjax._keys import FixedKeyWarning, as_key  # noqa: F401
     from dpjax._model import Model, Sweep, Timings, load  # noqa: F401
+    from dpjax._preparation import WeakGuaranteeWarning  # noqa: F401
     from dpjax._tuning import tune  # noqa: F401
     from dpjax.auditing import AuditReport, audit  # noqa: F401
     from dpjax.data import list_datasets, load_dataset  # noqa: F401

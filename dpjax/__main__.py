@@ -1,6 +1,8 @@
-"""Main job: ``python -m dpjax`` (or ``dpjax``) trains DP random-tree forests (or another
-``--method``) on a dataset shipped with the package at several privacy budgets and prints test
-accuracy, privacy spent and fit time (compile and run separately).
+"""Main job: ``python -m dpjax`` (or ``dpjax``) trains dpjax's flagship learner, private Newton
+boosting (or another ``--method``), on a dataset shipped with the package at several privacy
+budgets and prints test accuracy beside the majority-class rate, privacy spent, fit time
+(compile and run separately) and a short summary of one model (learner, settings, feature
+importances and its privacy ledger).
 
 ``dpjax --data file.csv --label column --bounds ...`` does the same on your own CSV (gzipped or
 not), with the bounds and classes you declare; ``--save model.json`` then fits one model on every
@@ -10,7 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
+import textwrap
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +24,39 @@ import numpy as np
 import pandas as pd
 
 import dpjax
+from dpjax._model import outputs_text
 from dpjax.data.splits import stratified_split
+
+SUMMARY_LINES = 20     # the most lines of the model summary the main job prints
+
+
+def plain(text: str) -> str:
+    """``text`` without reST markup: ``literal``, :role:`target` (``~`` and ``title <target>``
+    forms), `interpreted` and *emphasis* become their words."""
+    text = re.sub(r":[\w:.-]+:`~?([^`<]*?)\s*(?:<[^`>]*>)?`", r"\1", text)   # :func:`~a.b`
+    text = re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+    text = re.sub(r"`([^`]+)`", r"\1", text)
+    return re.sub(r"(?<![\w*])\*(?!\s)([^*]+?)(?<!\s)\*(?![\w*])", r"\1", text)
 
 
 def title(method: str) -> str:
-    """What ``method`` is, in words: the first sentence of its config's docstring."""
-    doc = " ".join((dpjax.LEARNERS[method].__doc__ or method).split())
-    return doc.split(": ")[0].split(". ")[0].rstrip(".")
+    """What ``method`` is, in words, without reST markup: the first sentence of its config's
+    docstring, its parenthetical remarks left out when that sentence is long."""
+    doc = plain(" ".join((dpjax.LEARNERS[method].__doc__ or method).split()))
+    first = doc.split(": ")[0].split(". ")[0].rstrip(".")
+    if len(first) > 60:
+        while re.search(r"\s*\([^()]*\)", first):
+            first = re.sub(r"\s*\([^()]*\)", "", first)
+    return first
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="dpjax", description=__doc__)
+    parser = argparse.ArgumentParser(prog="dpjax", description=plain(__doc__ or ""))
     parser.add_argument("--dataset", default="banknote",
                         help=f"registered dataset (shipped: {', '.join(dpjax.data.EMBEDDED)})")
     parser.add_argument("--data-dir", default=None, help="directory of <name>.csv.gz files")
-    parser.add_argument("--method", default="random_trees", choices=sorted(dpjax.LEARNERS),
-                        help="learner (default random_trees)")
+    parser.add_argument("--method", default="boosted", choices=sorted(dpjax.LEARNERS),
+                        help="learner (default boosted: private Newton boosting)")
     parser.add_argument("--seeds", type=int, default=5, help="splits/seeds per budget")
     parser.add_argument("--epsilons", default="0.1,1,10,none",
                         help="comma-separated budgets; 'none' = non-private")
@@ -105,8 +128,16 @@ def read_csv(path: str, label: str | None, bounds: Any, classes: str | None
              ) -> tuple[pd.DataFrame, np.ndarray, tuple]:
     """``--data``: every cell read as text, then typed by the declarations alone (pandas'
     own type inference reads the values: one odd record would retype a whole column):
-    numeric columns ``pd.to_numeric`` with anything else missing, categorical ones as the
-    declared strings; the labels as strings against ``--classes``."""
+    numeric columns ``pd.to_numeric``, categorical ones as the declared strings; the labels as
+    strings against ``--classes``.
+
+    A cell that is not a number in a column declared numeric is that row's missing value, and
+    a warning names the column (never the cell, nor how many). A column declared numeric in
+    which no cell is a number is a text column (``--bounds lo,hi`` declares every column
+    numeric): refused, naming the column and the fix (its categories in a JSON bounds file),
+    rather than read as a column of missing values. ``dpjax.fit`` on a DataFrame refuses a
+    numeric column that pandas typed as text over one stray cell; here the declaration types
+    the cells, so the stray cell is missing and the other rows keep their values."""
     if label is None:
         raise ValueError("--data needs --label: the name of the label column")
     if classes is None:
@@ -121,11 +152,28 @@ def read_csv(path: str, label: str | None, bounds: Any, classes: str | None
         if undeclared:
             raise ValueError(f"--bounds declares no range or categories for column(s) "
                              f"{undeclared[:5]}")
+    stray = []
     for column in frame.columns:
         if isinstance(bounds, dict) and isinstance(bounds[column], list):
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-        else:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+            continue
+        given = frame[column].notna()
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        if given.any() and numbers.isna().all():
+            declared = ("--bounds lo,hi declares every column numeric" if not
+                        isinstance(bounds, dict) else "--bounds declares it numeric ([lo, hi])")
+            raise ValueError(
+                f"column {column!r} holds text, not numbers, but {declared}: declare it in a "
+                f'JSON bounds file as {{"{column}": {{"categories": [...]}}}} (and each '
+                "numeric column as [lo, hi]), or drop the column from the CSV")
+        if (given & numbers.isna()).any():
+            stray.append(column)
+        frame[column] = numbers
+    if stray:
+        print(f"dpjax: warning: column(s) {stray[:5]}{' ...' if len(stray) > 5 else ''} "
+              "declared numeric hold cells that are not numbers: they are read as missing "
+              "values (leave such cells empty, or declare the column's categories in a JSON "
+              "--bounds file)", file=sys.stderr)
     return frame, y, tuple(name.strip() for name in classes.split(","))
 
 
@@ -136,10 +184,13 @@ def run(args: argparse.Namespace) -> None:
         raise ValueError(f"--seeds must be at least 1; got {args.seeds}")
     classes = None
     if args.data is not None:
+        if args.save is not None:
+            _one_private_budget(epsilons)      # usage first, before the file is read
         bounds = _declared_bounds(args.bounds)
         X, y, classes = read_csv(args.data, args.label, bounds, args.classes)
         missing = "code"       # any column may be missing: which ones are is not read off
         name, source = Path(args.data).name, "declared by --bounds"
+        shape = f"{X.shape[1]} features"     # your file's row count is private: not printed
         if args.save is not None:
             save(args, X, y, epsilons, bounds, classes, missing)
             return
@@ -150,45 +201,108 @@ def run(args: argparse.Namespace) -> None:
         bounds = dpjax.data.public_bounds(args.dataset, args.data_dir)
         missing = dpjax.data.missing_columns(args.dataset, args.data_dir)
         name, source = args.dataset, "the benchmark file's ranges"
+        shape = f"{X.shape[0]} x {X.shape[1]}"
     print(f"dpjax {dpjax.__version__}: {title(args.method)} on "
-          f"{name} ({X.shape[0]} x {X.shape[1]}), 70/30 stratified splits, "
+          f"{name} ({shape}), 70/30 stratified splits, "
           f"{args.seeds} seeds, public bounds = {source}\n")
     if args.data is not None:
-        print("These test accuracies are computed on your data and are not private: they are "
-              "for choosing settings. Release a model with --save.\n")
+        print("These test accuracies (and the majority-class rate) are computed on your data "
+              "and are not private: they are for choosing settings. Release a model with "
+              "--save.\n")
     header = (f"{'epsilon':>8} {'test accuracy':>16} {'eps spent':>10} {'compile s':>10} "
               f"{'run s':>8}")
     print(header)
     print("-" * len(header))
-    example = None
+    example, example_epsilon = None, _summary_budget(epsilons)
+    splits = [stratified_split(y, 0.3, seed) for seed in range(args.seeds)]
     start = time.perf_counter()
     for epsilon in epsilons:
         accuracy, compile_s, run_s, spent = [], 0.0, [], []
-        for seed in range(args.seeds):
-            train, test = stratified_split(y, 0.3, seed)
-            model = dpjax.fit(X.iloc[train], y[train], method=args.method, epsilon=epsilon,
-                              key=seed, bounds=bounds, missing=missing, classes=classes)
+        for seed, (train, test) in enumerate(splits):
+            with warnings.catch_warnings():     # seeded on purpose: an experiment's table
+                warnings.simplefilter("ignore", dpjax.FixedKeyWarning)
+                model = dpjax.fit(X.iloc[train], y[train], method=args.method,
+                                  epsilon=epsilon, key=seed, bounds=bounds, missing=missing,
+                                  classes=classes)
             accuracy.append(model.score(X.iloc[test], y[test]))
             compile_s += model.timings.compile_s
             run_s.append(model.timings.run_s)
             spent.append(model.privacy.epsilon)
-            if epsilon == 1.0 and seed == 0:
+            if epsilon == example_epsilon and seed == 0 and example is None:
                 example = model
         label = "none" if epsilon is None else f"{epsilon:g}"
         print(f"{label:>8} {np.mean(accuracy):>9.4f} ± {np.std(accuracy):.4f} "
               f"{max(spent):>10.4g} {compile_s:>10.3f} {np.median(run_s):>8.4f}")
-    print(f"\n(total {time.perf_counter() - start:.1f}s; 'eps spent' inf = not private; "
+    majority = np.mean([majority_rate(y[test]) for _, test in splits])
+    print(f"\nmajority class rate: {majority:.4f} (always predicting the most frequent class; "
+          f"mean over the {args.seeds} test splits)")
+    print(f"(total {time.perf_counter() - start:.1f}s; 'eps spent' inf = not private; "
           "compile is paid once per shape, run is the median warm fit)\n")
     if example is not None:
-        print(example.summary())
+        print("\n".join(compact_summary(example, example_epsilon, seed=0)))
+
+
+def majority_rate(labels: np.ndarray) -> float:
+    """The share of the most frequent label in ``labels``: the accuracy of always predicting
+    it (the evaluation's baseline; read off the test labels, not private)."""
+    return float(pd.Series(labels).value_counts(normalize=True, dropna=False).iloc[0])
+
+
+def _summary_budget(epsilons: list[float | None]) -> float | None:
+    """The budget whose seed-0 model the main job summarises: ε = 1 when it is among
+    ``epsilons``, else the first private one, else the first."""
+    private = [e for e in epsilons if e is not None]
+    return 1.0 if 1.0 in private else (private or epsilons)[0]
+
+
+def compact_summary(model: dpjax.Model, epsilon: float | None, seed: int) -> list[str]:
+    """At most :data:`SUMMARY_LINES` lines on ``model`` (fitted at ``epsilon`` on split and key
+    ``seed``): its learner and settings, features and classes, the features of largest
+    importance (read off the released parameters) and its privacy ledger, last. The whole
+    model: ``Model.summary()`` / ``describe()``."""
+    budget = "epsilon = none" if epsilon is None else f"epsilon = {epsilon:g}"
+    lines = [f"Summary of the {budget}, seed {seed} model (split {seed}, key {seed}; "
+             "the whole model: Model.summary()):",
+             f"  learner: {model.method} ({title(model.method)})"]
+    settings = ", ".join(f"{k}={v}" for k, v in model.hyperparams.items())
+    lines += textwrap.wrap(settings, width=96, initial_indent="  settings: ",
+                           subsequent_indent="    ", max_lines=4, placeholder=" ...")
+    lines.append(f"  {model.spec.n_features} features, {outputs_text(model.classes, model.target)}")
+    try:
+        importances = model.feature_importances()
+    except NotImplementedError:
+        importances = None
+    if importances is not None:
+        order = np.argsort(-np.asarray(importances), kind="stable")[:5]
+        top = ", ".join(f"{model.spec.names[j]} {importances[j]:.2f}" for j in order)
+        more = f" (of {model.spec.n_features})" if model.spec.n_features > len(order) else ""
+        lines.append(f"  top features by importance{more}: {top}")
+    if epsilon is not None:
+        lines.append(f"  requested: epsilon = {epsilon:g}, delta = "
+                     f"{model.privacy.requested_delta:g}; spent: the ledger below")
+    ledger = ["  " + line for line in str(model.privacy).splitlines()]
+    room = SUMMARY_LINES - len(lines)
+    if len(ledger) > room:      # a long ledger: its heading, its first releases, its totals
+        rows = 2 + len(model.privacy.entries)       # the heading, the table's header, a row each
+        releases, totals = ledger[2:rows], ledger[rows:]
+        keep = max(room - 3 - len(totals), 0)
+        ledger = [*ledger[:2], *releases[:keep],
+                  f"    ... {len(releases) - keep} more releases (Model.privacy)", *totals]
+        ledger = ledger[:max(room - len(totals), 0)] + totals if len(ledger) > room else ledger
+    return lines + ledger
+
+
+def _one_private_budget(epsilons: list[float | None]) -> None:
+    """``--save`` fits one private model: one budget, not ``none``."""
+    if len(epsilons) != 1 or epsilons[0] is None:
+        raise ValueError("--save fits one private model: give one budget with --epsilons "
+                         "(not 'none')")
 
 
 def save(args: argparse.Namespace, X: pd.DataFrame, y: np.ndarray, epsilons: list,
          bounds: Any, classes: tuple | None, missing: str) -> None:
     """``--save``: one model on every row, fresh entropy (``key=None``), written as JSON."""
-    if len(epsilons) != 1 or epsilons[0] is None:
-        raise ValueError("--save fits one private model: give one budget with --epsilons "
-                         "(not 'none')")
+    _one_private_budget(epsilons)
     model = dpjax.fit(X, y, method=args.method, epsilon=epsilons[0], bounds=bounds,
                       missing=missing, classes=classes)
     if not model.privacy.private:

@@ -22,6 +22,7 @@ from dpjax._model import Model, Sweep, Timings
 from dpjax._planning import fit_planned, sweep_models
 from dpjax._preparation import (
     check_budgets,
+    check_release_settings,
     compile_cached,
     compiler_options,
     ledger_of,
@@ -45,7 +46,13 @@ from dpjax._sharding import (
 )
 from dpjax.data import OutOfBoundsWarning
 from dpjax.learners import Learner, get_learner
-from dpjax.privacy import SENSITIVITY, BudgetAccountant, check_epsilon, check_neighbouring
+from dpjax.privacy import (
+    SENSITIVITY,
+    BudgetAccountant,
+    check_delta,
+    check_epsilon,
+    check_neighbouring,
+)
 
 __all__ = ["clear_caches", "fit", "sweep"]
 
@@ -153,6 +160,7 @@ def fit(
     """
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
+    check_release_settings([epsilon], check_delta(delta), key is not None)
     if accountant is not None:
         accountant.check(epsilon, delta, neighbouring=neighbouring)
     chosen_devices = resolve_devices(devices)
@@ -160,14 +168,14 @@ def fit(
     # several processes: every process's rows (one gather, for the checks and the padding)
     counts = (process_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
               else None)
-    fit_epsilon, bounds_costs = epsilon, {}
+    fit_epsilon, bounds_costs, released_columns = epsilon, {}, ()
     private_bounds = wants_private_bounds(bounds)
     if private_bounds and spans_processes(chosen_devices):
         raise ValueError("bounds='private' reads one process's rows: with devices of several "
                          "processes declare the bounds")
     if private_bounds:
         check_private_bounds_request(epsilon, delta, on_out_of_bounds)
-        bounds, fit_epsilon, bounds_costs = release_bounds(
+        bounds, fit_epsilon, bounds_costs, released_columns = release_bounds(
             jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
             SENSITIVITY[check_neighbouring(neighbouring)])
     with warnings.catch_warnings():
@@ -182,8 +190,12 @@ def fit(
                            devices=1 if chosen_devices is None else local_device_count(
                                chosen_devices))
     if bounds_costs:
+        released = tuple(name for name in prepared.spec.names
+                         if name in released_columns)
         prepared = dataclasses.replace(prepared,
-                                       ledger=prepared.ledger.with_costs(bounds_costs))
+                                       ledger=prepared.ledger.with_costs(bounds_costs),
+                                       spec=dataclasses.replace(prepared.spec,
+                                                                released=released))
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
     arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
                                              (prepared.weights,))
@@ -261,6 +273,7 @@ def sweep(
     traced_names = get_learner(method).traced_names()
     private = epsilon is not None
     epsilons = check_budgets(epsilon) if private else [None]
+    check_release_settings(epsilons, check_delta(delta), seeds is not None)
     traced = {n: list(params.pop(n)) for n in traced_names
               if isinstance(params.get(n), (list, tuple, np.ndarray))}
     names = ("epsilon", *traced)

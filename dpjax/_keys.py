@@ -10,6 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 
 
+class FixedKeyWarning(UserWarning):
+    """A private fit drew its noise from a fixed key (an int seed): reproducible, so fit for
+    experiments, not for a model that is released (anyone who knows the key can recompute and
+    subtract the noise; ``key=None`` draws fresh entropy)."""
+
+
 def as_key(key: int | jax.Array | None) -> jax.Array:
     """A typed PRNG key from an int seed, a typed key, or a raw ``uint32[2]`` key.
 

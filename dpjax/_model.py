@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -125,8 +125,7 @@ class Model(_Configured):
         y_index, _, _ = encode_labels(y, self.classes, private=False)
         index = np.asarray(self._predict_index(X, key))
         if y_index.shape != index.shape:
-            raise ValueError(f"y must hold one label per row of X ({index.shape[0]}); got "
-                             f"shape {np.shape(y)}")
+            raise ValueError("y must hold one label per row of X")
         return float(np.mean(index == y_index))
 
     def describe(self) -> str:
@@ -199,11 +198,39 @@ class Sweep(_Configured):
         """The static configuration shared by every grid point."""
         return self.configs[0]
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(len(grid), len(seeds))``: the grid of models."""
+        return len(self.grid), len(self.seeds)
+
     def model(self, i: int, j: int = 0) -> Model:
-        """The model of grid point ``i`` and seed index ``j``."""
+        """The model of grid point ``i`` and seed index ``j`` (also ``sweep[i, j]``)."""
+        rows, columns = self.shape
+        if not (-rows <= i < rows and -columns <= j < columns):
+            raise IndexError(f"sweep[{i}, {j}] is outside the sweep's {rows} grid point(s) x "
+                             f"{columns} seed(s)")
         params = jax.tree.map(lambda a: a[i, j], self.params)
         return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
                      self.timings, self.target)
+
+    def __getitem__(self, index: int | tuple[int, int]) -> Model:
+        """``sweep[i, j]``: the model of grid point ``i`` and seed index ``j``; ``sweep[i]``
+        when the sweep has one seed."""
+        if isinstance(index, tuple):
+            return self.model(*index)
+        if self.shape[1] != 1:
+            raise TypeError(f"this sweep has {self.shape[1]} seeds: index it as sweep[i, j] "
+                            "(grid point i, seed index j)")
+        return self.model(index)
+
+    def __len__(self) -> int:
+        """The number of models: grid points x seeds."""
+        return self.shape[0] * self.shape[1]
+
+    def __iter__(self) -> Iterator[Model]:
+        """Every model, grid point by grid point, seeds within."""
+        rows, columns = self.shape
+        return (self.model(i, j) for i in range(rows) for j in range(columns))
 
     def _by_rows(self, rule: str, X: Any) -> np.ndarray:
         """``rule`` (:func:`_jitted_sweep`) of every model on ``X``'s rows (:func:`by_rows`)."""
@@ -235,8 +262,7 @@ class Sweep(_Configured):
         y_index, _, _ = encode_labels(y, self.classes)
         predicted = self.predict(X)
         if y_index.shape[0] != predicted.shape[-1]:
-            raise ValueError(f"y must hold one label per row of X ({predicted.shape[-1]}); got "
-                             f"{y_index.shape[0]}")
+            raise ValueError("y must hold one label per row of X")
         return (predicted == y_index).mean(-1)
 
 
@@ -254,8 +280,7 @@ def r_squared(predicted: np.ndarray, y: Any) -> np.ndarray:
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.ndim != 1 or values.shape[0] != np.shape(predicted)[-1]:
-        raise ValueError(f"y must hold one target value per row of X "
-                         f"({np.shape(predicted)[-1]}); got shape {np.shape(y)}")
+        raise ValueError("y must hold one target value per row of X")
     if not np.isfinite(values).all():
         raise ValueError("y has missing or infinite target values")
     residual = ((values - np.asarray(predicted, np.float64)) ** 2).sum(-1)

@@ -10,7 +10,6 @@ import collections
 import dataclasses
 import os
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -19,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax import _buckets, compilation_cache
-from dpjax._keys import grid_keys
+from dpjax._keys import FixedKeyWarning, grid_keys
 from dpjax.data import (
     FeatureSpec,
     encode,
@@ -29,6 +28,7 @@ from dpjax.data import (
     target_units,
 )
 from dpjax.data.binning import as_table, check_on_out_of_bounds, on_device
+from dpjax.data.caller import warn
 from dpjax.data.device import (
     check_flags,
     check_label_flags,
@@ -78,6 +78,37 @@ reads under ``DPJAX_QUICK_COMPILE=auto``: beyond it a run's seconds count for mo
 compile's."""
 QUICK_ENV = "DPJAX_QUICK_COMPILE"
 QUICK_SETTINGS = ("auto", "on", "off")
+
+
+WEAK_EPSILON = 20.0
+"""Above this ``ε`` a guarantee bounds little (``e^20`` is five hundred million): warned."""
+WEAK_DELTA = 1e-3
+"""At or above this ``δ`` (the chance that the guarantee fails outright; keep it well below
+one over the number of records, such as DP-EBM's ``1e-6``): warned."""
+
+
+class WeakGuaranteeWarning(UserWarning):
+    """A privacy budget so large (``ε``) or so loose (``δ``) that its guarantee bounds little."""
+
+
+def check_release_settings(epsilons: list[float | None], delta: float, fixed_key: bool) -> None:
+    """Warn, at the caller's line, when a private fit's guarantee is weak (``ε`` above
+    :data:`WEAK_EPSILON`, ``δ`` from :data:`WEAK_DELTA`) or its noise comes from a fixed key
+    (:class:`~dpjax._keys.FixedKeyWarning`, as DP-EBM warns); public settings only."""
+    private = [e for e in epsilons if e is not None]
+    if not private:
+        return
+    if max(private) > WEAK_EPSILON:
+        warn(f"epsilon = {max(private):g} bounds little (a guarantee above epsilon = "
+             f"{WEAK_EPSILON:g} allows a factor e^epsilon between neighbouring datasets)",
+             WeakGuaranteeWarning)
+    if delta >= WEAK_DELTA:
+        warn(f"delta = {delta:g} is the chance that the guarantee fails outright: keep it well "
+             "below one over the number of records (for example 1e-6)", WeakGuaranteeWarning)
+    if fixed_key:
+        warn("a fixed key makes the noise reproducible (anyone who knows it can subtract it): "
+             "fine for experiments; fit a model you release with key=None (fresh entropy)",
+             FixedKeyWarning)
 
 
 def compiler_options(work: float | None, args: Any, choice: str = "default") -> dict[str, Any]:
@@ -285,9 +316,8 @@ def _check_sample_weight(sample_weight: Any, config: Learner, m: int) -> np.ndar
     if (weights < 0).any() or (weights > 1).any():
         # clipped, not refused: a weight derived from private data must not turn the fit into
         # an error (the warning tells neither the weights nor how many were clipped)
-        warnings.warn("sample_weight has weights outside [0, 1]; they are clipped into it (a "
-                      "weight above 1 would raise the sensitivity of the learner's counts)",
-                      stacklevel=4)
+        warn("sample_weight has weights outside [0, 1]; they are clipped into it (a "
+             "weight above 1 would raise the sensitivity of the learner's counts)")
         weights = np.clip(weights, 0.0, 1.0)
     return weights.astype(np.float32)
 
@@ -352,9 +382,9 @@ def prepare(
             y, y_bounds, private=epsilon is not None, on_out_of_bounds=on_out_of_bounds)
         y_index = target_units(clipped, target)
     if public_size == rows and neighbouring == "add_remove" and epsilon is not None:
-        warnings.warn("public_size equals the number of rows: under add/remove the row count "
-                      "is private, and declaring it publishes it with no ledger entry; declare "
-                      "it only for a study whose size is fixed in advance", stacklevel=3)
+        warn("public_size equals the number of rows: under add/remove the row count "
+             "is private, and declaring it publishes it with no ledger entry; declare "
+             "it only for a study whose size is fixed in advance")
     device_rows = on_device(table) and device_encodable(spec)
     if not device_rows:
         codes = encode(spec, np.asarray(table) if on_device(table) else table,

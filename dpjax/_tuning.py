@@ -67,7 +67,13 @@ import numpy as np
 
 from dpjax._keys import as_key
 from dpjax._model import Model, Timings
-from dpjax._preparation import Prepared, compile_cached, prepare, run_timed
+from dpjax._preparation import (
+    Prepared,
+    check_release_settings,
+    compile_cached,
+    prepare,
+    run_timed,
+)
 from dpjax._private_bounds import wants_private_bounds
 from dpjax.learner import unit_interval
 from dpjax.learners import Learner, get_learner
@@ -579,6 +585,8 @@ def tune(
       ``K``, ``ε_c`` and the chosen values in its text); the chosen fit's own releases are
       inside it, not added again.
     """
+    check_release_settings([None if epsilon is None else check_epsilon(epsilon)], 0.0,
+                           key is not None)
     if accountant is not None and epsilon is not None:
         accountant.check(check_epsilon(epsilon), 0.0, neighbouring=neighbouring)
     chosen = selection(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,

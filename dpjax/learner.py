@@ -24,7 +24,6 @@ hashable config whose methods are pure functions, registered under its ``method=
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -268,6 +267,13 @@ class Learner:
         normalises them."""
         raise NotImplementedError(f"{self.name} has no feature importances")
 
+    def feature_terms(self, params: Any, spec: Any) -> np.ndarray | None:
+        """Each feature's exact term of the decision function, ``F(x) = F_0 + Σ_f term[f,
+        code_f]`` (``[n_features, codes]``, or ``[n_features, codes, classes]``), when the
+        released model is additive, read off the parameters alone; ``None`` otherwise (then
+        :func:`dpjax.plots.plot_shape` draws a partial dependence over rows the user gives)."""
+        return None
+
     @property
     def needs_predict_key(self) -> bool:
         """Whether :meth:`predict` draws at random (then it needs a key)."""
@@ -353,7 +359,10 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
     named tuples; arrays and tuples need none) and ``estimator`` the name of its scikit-learn
     estimator. The class must be a frozen dataclass
     whose fields leave ``==`` only if they are traced (the config is the compile-cache key); a
-    name already taken by another class is an error."""
+    name or estimator already taken by another class is an error. This is the built-in
+    families' decorator: a learner from outside dpjax registers with
+    :func:`dpjax.learners.register`, which imports the built-in families first (so that a name
+    it takes from them is refused at once; this module imports no runtime module)."""
     params = tuple(params)
     if not all(isinstance(t, type) and (dataclasses.is_dataclass(t) or (
             issubclass(t, tuple) and hasattr(t, "_fields"))) for t in params):
@@ -377,11 +386,6 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
         if cls.cpu_compile not in CPU_CHOICES:
             raise ValueError(f"{cls.__name__}.cpu_compile must be one of {CPU_CHOICES}, got "
                              f"{cls.cpu_compile!r}")
-        learners = importlib.import_module("dpjax.learners")
-        if not any(cls.__module__.startswith(family + ".") for family in learners.FAMILIES):
-            # a learner from outside: the built-in families (imported on first use) first, so
-            # that a name or estimator it takes from them is refused now
-            learners.load_all()
         known = REGISTRY.get(name)
         if known is not None and known.config is not cls:
             raise ValueError(f"method name {name!r} is already registered to "
@@ -397,7 +401,6 @@ def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT]
 
 def unregister(name: str) -> None:
     """Remove the learner registered as ``name`` (a plugin that is unloaded, a test's toy)."""
-    importlib.import_module("dpjax.learners").load_family(name)     # a built-in not loaded yet
     if REGISTRY.pop(name, None) is None:
         raise ValueError(f"no learner is registered as {name!r}")
 

@@ -6,13 +6,14 @@ imported on first use.
 
 The built-in families are listed here, once (:data:`FAMILIES`), and each is imported the first
 time one of its names is asked for, which registers it (each config class carries its
-:func:`~dpjax.learner.register` line): a first ``dpjax.fit(method="rule_list")`` imports the
+:func:`dpjax.learner.register` line): a first ``dpjax.fit(method="rule_list")`` imports the
 rule lists only, not the tree families (a fresh process's first fit pays for its own
 learner's modules alone). Anything that reads every learner (iterating :data:`LEARNERS`,
 :func:`registrations`, a class attribute of this module, a model file, the scikit-learn
 estimators) imports them all. A new in-tree family is one folder and one line in
-:data:`FAMILIES`. A family outside dpjax registers itself when its module is imported (the
-built-in families are imported first, so a name it takes from them is refused at once). The
+:data:`FAMILIES`. A family outside dpjax registers itself with :func:`register` when its module is
+imported (the built-in families are imported first, so a name it takes from them is refused at
+once). The
 runtime reads the registry through this module and nothing else.
 
 Every registered config class is an attribute of this module under its class name
@@ -23,10 +24,11 @@ Every registered config class is an attribute of this module under its class nam
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dpjax.learner import REGISTRY, FitContext, Learner, Registration, register, unregister
+from dpjax import learner
+from dpjax.learner import REGISTRY, FitContext, Learner, LearnerT, Registration
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "dpjax.rules": ("rule_list",),
@@ -52,6 +54,27 @@ def load_all() -> None:
     """Import every built-in family (each registers its learners)."""
     for module in FAMILIES:
         importlib.import_module(module)
+
+
+def register(*, params: tuple[type, ...], estimator: str) -> Callable[[LearnerT], LearnerT]:
+    """Class decorator of a learner from outside dpjax (:func:`dpjax.learner.register`, with
+    the same arguments): the built-in families are imported first, so that a ``method=`` name
+    or an estimator name it takes from them is refused at once."""
+    record = learner.register(params=params, estimator=estimator)
+
+    def record_after_built_ins(cls: LearnerT) -> LearnerT:
+        if not any(cls.__module__.startswith(family + ".") for family in FAMILIES):
+            load_all()
+        return record(cls)
+
+    return record_after_built_ins
+
+
+def unregister(name: str) -> None:
+    """Remove the learner registered as ``name`` (:func:`dpjax.learner.unregister`; a
+    built-in family not imported yet is imported first, so that its name is removed too)."""
+    load_family(name)
+    learner.unregister(name)
 
 
 def _names() -> list[str]:

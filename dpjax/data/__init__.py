@@ -3,6 +3,7 @@
 from dpjax.data.binning import (
     DataDependentWarning,
     FeatureSpec,
+    ImplausibleBoundsWarning,
     OutOfBoundsWarning,
     as_frame,
     encode,
@@ -24,6 +25,7 @@ __all__ = [
     "EMBEDDED",
     "DataDependentWarning",
     "FeatureSpec",
+    "ImplausibleBoundsWarning",
     "OutOfBoundsWarning",
     "as_frame",
     "dataset_path",

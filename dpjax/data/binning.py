@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+
+from dpjax.data.caller import warn
 
 MAX_CODES = 256
 OUT_OF_BOUNDS = ("error", "clip")
@@ -37,6 +38,11 @@ class DataDependentWarning(UserWarning):
 
 class OutOfBoundsWarning(UserWarning):
     """Values outside the declared bounds were clipped into them."""
+
+
+class ImplausibleBoundsWarning(UserWarning):
+    """Privately released bounds came out implausibly wide (``bounds="private"`` on too few
+    rows for its budget)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +57,9 @@ class FeatureSpec:
       n_bins: equal-width bins of each numeric feature.
       missing: whether each feature has a code (its last) for missing values.
       from_data: names of features whose bounds or categories were taken from the data.
+      released: names of features whose bounds were released privately (``bounds="private"``:
+        a tenth of the values lie outside them by design, so values outside are clipped
+        without a warning, at the fit and at prediction).
     """
 
     names: tuple[str, ...]
@@ -60,6 +69,7 @@ class FeatureSpec:
     n_bins: int
     missing: tuple[bool, ...]
     from_data: tuple[str, ...] = ()
+    released: tuple[str, ...] = ()
 
     @property
     def n_features(self) -> int:
@@ -321,6 +331,16 @@ def make_feature_spec(
             categories.append(cats)
             continue
         if categorical:
+            if (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+                    ) and not isinstance(dtype, pd.CategoricalDtype):
+                # text cells in a column declared numeric (pandas typed it object on one stray
+                # "?", or it is a text column): name the fixes, never a cell or their number
+                raise ValueError(
+                    f"column {name!r} is declared numeric (bounds {declared!r}) but holds "
+                    f"non-numeric cells. If it is numeric, convert them, e.g. X[{name!r}] = "
+                    f"pd.to_numeric(X[{name!r}], errors='coerce') to make them missing, and "
+                    f"pass missing=[{name!r}] (or missing='code'); if it is categorical, "
+                    f"declare its categories: bounds={{{name!r}: [...categories...]}}")
             raise ValueError(f"column {name!r} is categorical: declare a list of categories, "
                              f"not {declared!r}")
         if declared is None:
@@ -350,12 +370,11 @@ def make_feature_spec(
         too_many = [n for n, c in zip(names, spec.n_codes, strict=True) if c > MAX_CODES]
         raise ValueError(f"columns {too_many} need more than {MAX_CODES} codes (uint8)")
     if from_data and private:
-        warnings.warn(
+        warn(
             f"bounds/categories of {len(from_data)} column(s) were taken from the training data "
             f"({', '.join(from_data[:5])}{', ...' if len(from_data) > 5 else ''}): the model is "
             "NOT differentially private. Declare them as public inputs instead.",
             DataDependentWarning,
-            stacklevel=3,
         )
     return spec
 
@@ -446,12 +465,26 @@ def encode(spec: FeatureSpec, X: Any, *, on_out_of_bounds: str = "clip") -> np.n
 
 def _aligned(spec: FeatureSpec, X: Any) -> np.ndarray | pd.DataFrame:
     """``X`` as an :func:`as_table` table with the spec's columns in its order: a DataFrame's
-    columns by name, an array's by position."""
+    columns by name (columns the model was not fitted on are left out, with a warning that
+    names them: the label, say), an array's by position, and a DataFrame's by position too
+    when the model was fitted on an array (its columns named ``x0, x1, ...``) and the
+    DataFrame's names are others (warned, as scikit-learn warns)."""
     table = as_table(X)
     if isinstance(X, pd.DataFrame):
         absent = [n for n in spec.names if n not in table.columns]
+        if absent and spec.names == _names(np.empty((0, spec.n_features))):
+            if table.shape[1] != spec.n_features:
+                raise ValueError(f"X has {table.shape[1]} columns, the model (fitted on an "
+                                 f"array) expects {spec.n_features}")
+            warn("X has column names, but the model was fitted on an array: its "
+                 "columns are taken by position", UserWarning)
+            return table.set_axis(list(spec.names), axis=1)
         if absent:
-            raise ValueError(f"X lacks the columns {absent} the model was fitted on")
+            raise ValueError(f"X lacks the columns {absent[:5]} the model was fitted on")
+        extra = [str(c) for c in table.columns if c not in spec.names]
+        if extra:
+            warn(f"X has column(s) {extra[:5]} the model was not fitted on: left out",
+                 UserWarning)
         return table[list(spec.names)]
     if table.shape[1] != spec.n_features:
         raise ValueError(f"X has {table.shape[1]} features, the model expects "
@@ -489,7 +522,7 @@ def _outside(name: str, what: str, policy: str, action: str) -> None:
     message = f"column {name!r} has values outside its declared {what}"
     if policy == "error":
         raise ValueError(message + "; widen them, or pass on_out_of_bounds='clip' to clip")
-    warnings.warn(f"{message}; {action}", OutOfBoundsWarning, stacklevel=5)
+    warn(f"{message}; {action}", OutOfBoundsWarning)
 
 
 def _check_numeric(spec: FeatureSpec, j: int, infinite: bool, nan: bool, outside: bool,
@@ -501,7 +534,7 @@ def _check_numeric(spec: FeatureSpec, j: int, infinite: bool, nan: bool, outside
         raise ValueError(f"column {name!r} contains infinite values")
     if nan and missing_code is None:
         raise _missing_error(name)
-    if outside:
+    if outside and name not in spec.released:
         _outside(name, f"bounds [{lo:g}, {hi:g}]", policy, "clipped into the bounds")
 
 

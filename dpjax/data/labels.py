@@ -11,7 +11,6 @@ neighbouring datasets (a dataset of ones alone is ``(0, 1)``, add one ``-1`` and
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpjax.data.binning import DataDependentWarning, OutOfBoundsWarning, category_index
+from dpjax.data.caller import warn
 
 DEFAULT_NUMERIC_CLASSES = (0, 1)
 
@@ -67,8 +67,9 @@ def encode_labels(
     """Validate ``y`` and map it to class indices.
 
     ``classes`` is the declared list, ``None`` (the public default of the labels' type, see
-    :func:`infer_classes`) or ``"data"``: the sorted distinct labels (warned and marked not
-    private under DP, as diffprivlib does when classes are not given).
+    :func:`infer_classes`: under DP, labels of another type, such as strings, are an error) or
+    ``"data"``: the sorted distinct labels (warned and marked not private under DP, as
+    diffprivlib does when classes are not given).
 
     Returns ``(y_index int32 [m], classes, classes_from_data)``. Raises ``ValueError`` for
     non-1-D or empty ``y``, missing labels, labels outside the (declared or default) classes and
@@ -90,12 +91,16 @@ def encode_labels(
         from_data = private
     elif classes is None:
         classes, from_data = infer_classes(y, private)
+        if from_data:       # the labels' type has no public domain: the same rule as numbers
+            raise ValueError(
+                "y holds labels that are not numbers or booleans and classes is not declared: "
+                "declare classes=[...] (the public list of labels), or pass classes='data' to "
+                "read them off y (the model is then not differentially private)")
     if from_data:
-        warnings.warn(
-            f"the {len(classes)} classes were read off the training labels, which is not "
+        warn(
+            "the classes were read off the training labels, which is not "
             "differentially private; pass classes=[...] to declare them.",
             DataDependentWarning,
-            stacklevel=3,
         )
     classes = check_classes(classes)
     index = category_index(values, classes)
@@ -181,9 +186,9 @@ def encode_targets(y: Any, y_bounds: Any, private: bool = True,
         hi = hi if hi > lo else lo + 1.0
         from_data = private
         if from_data:
-            warnings.warn("y_bounds were read off the training target, which is not "
-                          "differentially private; pass y_bounds=(lo, hi) to declare them.",
-                          DataDependentWarning, stacklevel=3)
+            warn("y_bounds were read off the training target, which is not "
+                 "differentially private; pass y_bounds=(lo, hi) to declare them.",
+                 DataDependentWarning)
     else:
         try:
             lo, hi = (float(b) for b in y_bounds)
@@ -200,6 +205,6 @@ def encode_targets(y: Any, y_bounds: Any, private: bool = True,
         if on_out_of_bounds == "error":
             raise ValueError("y has target values outside y_bounds; widen them, or pass "
                              "on_out_of_bounds='clip' to clip")
-        warnings.warn("y has target values outside y_bounds; they are clipped into it",
-                      OutOfBoundsWarning, stacklevel=3)
+        warn("y has target values outside y_bounds; they are clipped into it",
+             OutOfBoundsWarning)
     return np.clip(values, lo, hi), (lo, hi), from_data

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
 
 from dpjax.privacy.composition import ADVANCED, BASIC, OPTIMAL, zcdp_rho, zcdp_to_dp
 from dpjax.privacy.costs import Cost
+
+TEXT_WIDTH = (48, 40)
+"""The widths at which a printed ledger wraps its release and mechanism columns."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,11 +209,17 @@ class PrivacyLedger:
         rows = [("release", "mechanism", "eps each", "x", "eps total")] + [
             (e.what, e.mechanism, f"{e.epsilon:.4g}" if e.private else "-", str(e.count),
              f"{e.total_epsilon:.4g}" if e.private else "inf") for e in self.entries]
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
-        for row in rows:     # text columns left-aligned, numbers right-aligned
-            cells = [cell.ljust(w) if i < 2 else cell.rjust(w)
-                     for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
-            lines.append("  " + "  ".join(cells).rstrip())
+        # the text columns wrapped at TEXT_WIDTH (a tuned model's release says what was
+        # chosen), left-aligned; the numbers right-aligned, on a row's first line
+        wrapped = [[textwrap.wrap(cell, TEXT_WIDTH[i]) or [""] if i < 2 else [cell]
+                    for i, cell in enumerate(row)] for row in rows]
+        widths = [max(len(part) for row in wrapped for part in row[i]) for i in range(5)]
+        for row in wrapped:
+            for k in range(max(len(cell) for cell in row)):
+                cells = [(cell[k] if k < len(cell) else "").ljust(w) if i < 2 else
+                         (cell[k] if k < len(cell) else "").rjust(w)
+                         for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+                lines.append("  " + "  ".join(cells).rstrip())
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
             route = {"zcdp": "zCDP", "advanced": "advanced", "optimal": "optimal"}.get(

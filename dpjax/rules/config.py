@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, ClassVar
 
 import jax
 import numpy as np
 
 from dpjax.data import DataDependentWarning
+from dpjax.data.caller import warn
 from dpjax.learner import (
     FitContext,
     Learner,
@@ -170,15 +170,14 @@ class RuleListLearner(Learner):
         if self.calibration == "paper":
             what = (f"rule_list {self.selection} at the paper's calibration (local sensitivity "
                     "g(n), noisy-argmin scales, support-check failure outside delta)")
-            warnings.warn(f"{what}: the model is NOT differentially private (the ledger says "
-                          "so)", DataDependentWarning, stacklevel=4)
+            warn(f"{what}: the model is NOT differentially private (the ledger says "
+                 "so)", DataDependentWarning)
             return [what]
         if self.selection in SMOOTH:
-            warnings.warn(f"selection={self.selection!r}: the (epsilon, delta) in the ledger is "
-                          "Ly et al.'s claim for a noisy argmin with smooth-sensitivity noise, "
-                          "which has no published proof; selection='count_gini' (the default) "
-                          "is provably epsilon-DP with less noise", UnprovenClaimWarning,
-                          stacklevel=4)
+            warn(f"selection={self.selection!r}: the (epsilon, delta) in the ledger is "
+                 "Ly et al.'s claim for a noisy argmin with smooth-sensitivity noise, "
+                 "which has no published proof; selection='count_gini' (the default) "
+                 "is provably epsilon-DP with less noise", UnprovenClaimWarning)
         return []
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:

@@ -68,16 +68,22 @@ def test_private_labels_outside_the_default_classes_raise_or_must_be_declared():
     assert classes == (-1, 1) and from_data is False
     np.testing.assert_array_equal(y_index, [0, 1, 1])
     categorical = pd.Series(pd.Categorical(["u", "v", "u"], categories=["v", "u", "w"]))
+    with pytest.raises(ValueError, match="not declared"):
+        encode_labels(categorical)
     with pytest.warns(DataDependentWarning, match="classes"):
-        _, classes, from_data = encode_labels(categorical)
+        _, classes, from_data = encode_labels(categorical, classes="data")
     assert from_data is True
     assert infer_classes(categorical)[1] is True
 
 
 def test_classes_inferred_from_data_warn():
+    """Labels of a type without a public domain (strings) must be declared under DP, or read
+    off the data when asked (``classes="data"``: warned)."""
     y = np.array(["b", "a", "c", "a"])
+    with pytest.raises(ValueError, match="classes='data'"):
+        encode_labels(y)
     with pytest.warns(DataDependentWarning, match="classes"):
-        y_index, classes, from_data = encode_labels(y)
+        y_index, classes, from_data = encode_labels(y, classes="data")
     assert classes == ("a", "b", "c")
     assert from_data is True
     np.testing.assert_array_equal(y_index, [1, 0, 2, 0])

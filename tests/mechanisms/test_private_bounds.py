@@ -4,6 +4,8 @@ ledger, and the refusals."""
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 import pandas as pd
@@ -125,6 +127,7 @@ def test_a_sweep_refuses_private_bounds(people):
                     bounds="private")
 
 
+@pytest.mark.filterwarnings("ignore::dpjax.data.ImplausibleBoundsWarning")   # tiny data
 def test_the_rest_of_the_budget_never_tops_epsilon_up():
     """The ranges' releases (as the ledger adds them, float64) plus the rest the learner gets
     stay within ε over random budgets, shares and column counts."""
@@ -135,8 +138,32 @@ def test_the_rest_of_the_budget_never_tops_epsilon_up():
         n = int(rng.integers(1, 4))
         frame = pd.DataFrame(rng.normal(size=(50, n)), columns=[f"c{j}" for j in range(n)])
         epsilon, share = float(rng.uniform(0.01, 20)), float(rng.uniform(0.05, 0.95))
-        _, rest, costs = release_bounds(jax.random.key(0), frame, "private", epsilon, share,
+        _, rest, costs, _ = release_bounds(jax.random.key(0), frame, "private", epsilon, share,
                                         1.0)
         spent = float(np.sum(np.asarray(next(iter(costs.values())).epsilon, np.float64)))
         assert spent + rest <= epsilon
         assert spent + rest >= epsilon * (1 - 1e-5)
+
+
+def test_implausible_private_ranges_warn_and_predictions_do_not(people):
+    """Below the rule of thumb (banknote's 960 rows, 4 columns at ε = 1: it asks for about
+    12,000) a released range reaches ±2^24 and the fit says so, naming the rule of thumb (a
+    function of the budget, not of the rows); on the 8,000 rows of two columns at ε = 1 no
+    range does. A prediction clips values outside the released ranges without a warning (a
+    tenth of the records lie outside by design), and a model file keeps which ranges were
+    released."""
+    X, y = dpjax.load_dataset("banknote")
+    with pytest.warns(dpjax.data.ImplausibleBoundsWarning, match="12,160 rows") as caught:
+        small = dpjax.fit(X[:960], y[:960], method="boosted", epsilon=1.0, key=0,
+                          bounds="private")
+    assert "960" not in str(caught[0].message)
+    assert small.spec.released == tuple(X.columns)
+    people_X, people_y = people
+    declared = {"age": "private", "income": "private", "colour": ["red", "green"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", dpjax.FixedKeyWarning)     # key=0: an experiment
+        model = dpjax.fit(people_X, people_y, method="boosted", epsilon=1.0, key=0,
+                          bounds=declared)
+        model.predict(people_X.assign(age=1e6))         # outside the released range: no warning
+        assert dpjax.load(model.to_json()).spec.released == ("age", "income")

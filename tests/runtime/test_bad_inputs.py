@@ -215,6 +215,7 @@ def test_a_public_size_equal_to_the_row_count_is_warned_under_add_remove(data):
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X), **SMALL)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", dpjax.FixedKeyWarning)     # key=0: an experiment
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X),
                   neighbouring="replace_one", **SMALL)
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X) + 5, **SMALL)
@@ -319,6 +320,7 @@ def test_no_warning_escapes_as_an_error_for_valid_input(data):
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", dpjax.FixedKeyWarning)     # key=0: an experiment
         dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
 
 

@@ -40,7 +40,7 @@ def test_own_csv_prints_the_table_and_says_it_is_not_private(capsys, csv_file):
     main(["--data", str(path), "--label", "outcome", "--bounds", str(bounds),
           "--classes", "no,yes", "--epsilons", "10", "--seeds", "1", "--method", "boosted"])
     out = capsys.readouterr().out
-    assert "own.csv (600 x 3)" in out and "declared by --bounds" in out
+    assert "own.csv (3 features)" in out and "600" not in out and "declared by --bounds" in out
     assert "not private" in out
     row = next(line.split() for line in out.splitlines() if line.strip().startswith("10 "))
     assert float(row[1]) > 0.9
@@ -120,3 +120,130 @@ def test_score_refuses_labels_outside_the_classes():
         model.score(X, y + 1)
     with pytest.raises(ValueError, match="one label per row"):
         model.score(X, y[:10])
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 51: the main job shows the flagship; text and stray cells in numeric columns
+# --------------------------------------------------------------------------------------------
+
+def test_main_job_fits_boosted_and_prints_a_short_summary(capsys):
+    """``python -m dpjax`` fits ``boosted`` by default: the ε = 0.1 row beats the majority
+    rate printed beside the table, and the model summary (its ε and seed in its header) is at
+    most 20 lines with no reST markup."""
+    import dpjax.__main__ as cli
+
+    main(["--seeds", "2"])
+    out = capsys.readouterr().out
+    assert "Private Newton boosting" in out.splitlines()[0]
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.strip().startswith(("0.1 ", "1 ", "10 ", "none "))}
+    assert sorted(rows) == ["0.1", "1", "10", "none"]
+    majority = float(out.split("majority class rate: ")[1].split()[0])
+    assert majority == pytest.approx(0.5558, abs=1e-4)
+    assert float(rows["0.1"][1]) >= 0.70 > majority
+    summary = out[out.index("Summary of the epsilon = 1, seed 0 model"):].strip().splitlines()
+    assert len(summary) <= cli.SUMMARY_LINES == 20
+    assert "learner: boosted" in summary[1]
+    assert any(line.strip().startswith("top features by importance:") for line in summary)
+    assert "requested: epsilon = 1, delta = 0" in out and "requested epsilon = 1)" in out
+    assert summary[-1].strip().startswith("spent: epsilon = ")
+    assert "``" not in out and ":func:" not in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert "default boosted" in help_text and "``" not in help_text
+    assert all("`" not in cli.title(method) for method in dpjax.LEARNERS)
+
+
+def test_compact_summary_shortens_a_long_ledger(monkeypatch):
+    """A ledger too long for the summary keeps its heading, its first releases and its
+    totals, within the line limit."""
+    import dpjax.__main__ as cli
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(400, 3))
+    model = dpjax.fit(X, (X[:, 0] > 0.5).astype(int), method="boosted", epsilon=1.0,
+                      bounds=(0, 1), key=0)
+    full = cli.compact_summary(model, 1.0, seed=0)
+    assert full[0].startswith("Summary of the epsilon = 1, seed 0 model")
+    monkeypatch.setattr(cli, "SUMMARY_LINES", len(full) - 1)
+    short = cli.compact_summary(model, 1.0, seed=0)
+    assert len(short) <= len(full) - 1
+    assert "more releases" in "\n".join(short) and short[-1] == full[-1]
+
+
+@pytest.fixture()
+def patients(tmp_path):
+    """A numeric column ``age``, a text column ``region`` and string labels."""
+    rng = np.random.default_rng(5)
+    age = rng.uniform(20, 90, size=200).round(1)
+    frame = pd.DataFrame({"age": age, "region": rng.choice(["north", "south"], size=200),
+                          "outcome": np.where(age > 55, "yes", "no")})
+    path = tmp_path / "patients.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_bounds_for_every_column_refuses_a_text_column(tmp_path, capsys, patients):
+    """``--bounds lo,hi`` declares every column numeric: a text column is refused, naming the
+    column and the fix, not read as a column of missing values (as ``dpjax.fit`` refuses it);
+    no cell of it is printed. Declared as categories in a JSON file, it is read."""
+    path, frame = patients
+    base = ["--data", str(path), "--label", "outcome", "--classes", "no,yes"]
+    numeric_json = tmp_path / "numeric.json"
+    numeric_json.write_text(json.dumps({"age": [0, 100], "region": [0, 100]}))
+    for bounds in ("0,100", str(numeric_json)):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*base, "--bounds", bounds])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpjax: error: column 'region' holds text") and "\n" == err[-1]
+        assert '{"region": {"categories": [...]}}' in err
+        assert "north" not in err and "south" not in err and "200" not in err
+    with pytest.raises(ValueError, match="column 'region'"):      # the Python API agrees
+        dpjax.fit(frame.drop(columns="outcome"), frame["outcome"], epsilon=1.0,
+                  bounds=(0, 100), classes=("no", "yes"), key=0)
+    from dpjax.__main__ import _declared_bounds, read_csv
+
+    declared = tmp_path / "declared.json"
+    declared.write_text(json.dumps({"age": [0, 100],
+                                    "region": {"categories": ["north", "south"]}}))
+    X, _, _ = read_csv(str(path), "outcome", _declared_bounds(str(declared)), "no,yes")
+    assert set(X["region"]) == {"north", "south"} and X["age"].notna().all()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_stray_cell_in_a_numeric_column(tmp_path, capsys, patients):
+    """``dpjax.fit`` on a DataFrame whose numeric column pandas typed as text over stray cells
+    names the fixes (convert them to missing, or declare categories), never the cells nor how
+    many; the fix it names fits. The CLI types cells by the declaration: the stray cells are
+    those rows' missing values (its documented reading) and a warning names the column."""
+    _, frame = patients
+    odd = frame.astype({"age": object})
+    odd.loc[[3, 10, 11, 40, 41, 42, 77], "age"] = "oops?"     # 7 stray cells
+    X, y = odd.drop(columns="outcome"), odd["outcome"]
+    bounds = {"age": (0, 100), "region": ["north", "south"]}
+    with pytest.raises(ValueError) as error:
+        dpjax.fit(X, y, epsilon=1.0, bounds=bounds, classes=("no", "yes"), key=0)
+    message = str(error.value)
+    assert "column 'age' is declared numeric (bounds (0, 100)) but holds non-numeric" in message
+    assert "pd.to_numeric" in message and "missing=['age']" in message
+    assert "declare its categories" in message and "is categorical:" not in message
+    assert "oops" not in message and "?" not in message and "7" not in message
+    fixed = X.assign(age=pd.to_numeric(X["age"], errors="coerce"))
+    model = dpjax.fit(fixed, y, epsilon=1.0, bounds=bounds, classes=("no", "yes"),
+                      missing=["age"], key=0)
+    assert model.privacy.private
+
+    from dpjax.__main__ import _declared_bounds, read_csv
+
+    path = tmp_path / "odd.csv"
+    odd.to_csv(path, index=False)
+    spec = tmp_path / "bounds.json"
+    spec.write_text(json.dumps({"age": [0, 100], "region": {"categories": ["north", "south"]}}))
+    read, _, _ = read_csv(str(path), "outcome", _declared_bounds(str(spec)), "no,yes")
+    err = capsys.readouterr().err
+    assert read["age"].isna().sum() == 7 and read["age"].dtype == np.float64
+    np.testing.assert_array_equal(read["age"].dropna(), fixed["age"].dropna())
+    assert err.startswith("dpjax: warning: column(s) ['age'] declared numeric hold cells")
+    assert "oops" not in err and "7" not in err

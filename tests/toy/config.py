@@ -17,9 +17,9 @@ from dpjax.learner import (
     hyper,
     positive_float,
     positive_int,
-    register,
     traced,
 )
+from dpjax.learners import register
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.trees import DenseTree, apply_trees, leaf_index, leaf_stats, random_splits
 from dpjax.trees.describe import class_scores_text, describe_dense_trees, tree_importances
@@ -76,7 +76,7 @@ class ToyTree(Learner):
         leaf = np.asarray(params.tree.leaf)
         return describe_dense_trees(
             np.asarray(params.tree.feature), np.asarray(params.tree.threshold), spec,
-            lambda t, a, b: class_scores_text(leaf[t, a:b], classes), title="a toy tree:")
+            lambda t, leaves: class_scores_text(leaf[t, leaves], classes), title="a toy tree:")
 
     def importances(self, params: ToyTreeModel, spec: Any) -> np.ndarray:
         return tree_importances(params.tree.feature, params.tree.leaf, spec.n_features)

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, ClassVar
 
 import jax
 import numpy as np
 
 from dpjax.data import DataDependentWarning
+from dpjax.data.caller import warn
 from dpjax.ensembles.malpha import boosting
 from dpjax.ensembles.malpha.leaves import (
     BETA_MODES,
@@ -187,7 +187,7 @@ class MalphaBoosted(Learner):
         return describe_dense_trees(
             np.asarray(params.trees.feature)[:boosted],
             np.asarray(params.trees.threshold)[:boosted], spec,
-            lambda t, a, b: values_text(leaf[t, a:b]),
+            lambda t, leaves: values_text(leaf[t, leaves]),
             title=f"H(x) = {start}sum of beta_t * h_t(x) over {boosted} trees of depth "
                   f"{self.depth} (positive: {classes[1]}):",
             tree_titles=[f"tree {t + 1}, beta = {beta[t]:.4g}" for t in range(boosted)])
@@ -204,9 +204,9 @@ class MalphaBoosted(Learner):
         if self.leaf_modes["beta_mode"] == "paper_fast":
             leaks.append("β_t from the data without noise (paper_fast)")
         for what in leaks:
-            warnings.warn(f"malpha: {what} reads the training data outside any mechanism; the "
-                          "model is NOT differentially private (the ledger says so)",
-                          DataDependentWarning, stacklevel=4)
+            warn(f"malpha: {what} reads the training data outside any mechanism; the "
+                 "model is NOT differentially private (the ledger says so)",
+                 DataDependentWarning)
         return leaks
 
     def footprint(self, m: int, n: int, max_codes: int, n_classes: int) -> float:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from dpjax.data.describe import code_label
+from dpjax.data.describe import code_runs, wrap_items
 from dpjax.ensembles.newton import boosting, rounds
 from dpjax.ensembles.newton.model import (
     NewtonBoostedModel,
@@ -44,13 +44,27 @@ from dpjax.learner import (
 )
 from dpjax.privacy import fixed_point
 from dpjax.trees.dense import MAX_DEPTH, DenseTree
-from dpjax.trees.describe import describe_dense_trees, tree_importances, values_text
+from dpjax.trees.describe import (
+    additive_terms,
+    describe_dense_trees,
+    tree_importances,
+    values_text,
+)
 from dpjax.trees.oblivious import wide_row_limit
 
 
 def class_values(values: np.ndarray) -> str:
     """One move per class, ``(+0.12, -0.3, +0.05)``."""
     return "(" + ", ".join(f"{v:+.3g}" for v in np.asarray(values).reshape(-1)) + ")"
+
+
+def leaf_moves_text(moves: np.ndarray, by_class: bool) -> str:
+    """Leaf moves ``[k]`` (``[k, C]`` with ``by_class``) of one leaf or several (their mean and
+    range; per class, their mean)."""
+    if not by_class:
+        return values_text(moves)
+    moves = np.asarray(moves).reshape(-1, np.shape(moves)[-1])
+    return class_values(moves[0]) if len(moves) == 1 else "mean " + class_values(moves.mean(0))
 
 
 @register(params=(NewtonBoostedModel, DenseTree), estimator="DPBoostedTreesClassifier")
@@ -188,8 +202,9 @@ class Boosted(Learner):
 
     def describe(self, params: NewtonBoostedModel, spec: Any, classes: tuple) -> str:
         """``F(x)``, the log-odds of ``classes[1]`` (or one score per class): the released
-        prior, each feature's moves per code (cyclic rounds) and the random trees' leaf
-        moves."""
+        prior, each feature's moves per code (cyclic rounds; consecutive bins of one move
+        merged into a range, wrapped at 100 characters) and the trees' leaf moves
+        (:func:`~dpjax.trees.describe.tree_lines`)."""
         prior, table = np.asarray(params.prior), np.asarray(params.table)
         if prior.ndim:
             lines = ["class scores F_c(x), P(c | x) = softmax_c F(x); prior: " + ", ".join(
@@ -199,20 +214,26 @@ class Boosted(Learner):
         else:
             lines = [f"log-odds of {classes[1]}: F(x) = {float(prior):+.4g} (prior)"]
         for f in np.flatnonzero(np.abs(table.reshape(table.shape[0], -1)).sum(1) > 0).tolist():
-            name = spec.names[f]
-            moves = ", ".join(
-                f"{code_label(spec, f, c).removeprefix(f'{name} in ').removeprefix(name + ' ')}"
-                f" {class_values(table[f, c]) if prior.ndim else f'{table[f, c]:+.3g}'}"
-                for c in range(int(spec.n_codes[f])))
-            lines.append(f"  + {spec.names[f]}: {moves}")
+            moves = [class_values(table[f, c]) if prior.ndim else f"{table[f, c]:+.3g}"
+                     for c in range(int(spec.n_codes[f]))]
+            lines += wrap_items(f"  + {spec.names[f]}:", code_runs(spec, f, moves))
         leaf = np.asarray(params.trees.leaf)
         if np.any(leaf != 0):
-            lines.append(describe_dense_trees(
+            trees = describe_dense_trees(
                 np.asarray(params.trees.feature), np.asarray(params.trees.threshold), spec,
-                lambda t, a, b: (class_values(leaf[t, a]) if prior.ndim and b == a + 1
-                                 else values_text(leaf[t, a:b])),
-                title=f"  + {leaf.shape[0]} trees of depth {self.depth} (leaf moves):"))
+                lambda t, leaves: leaf_moves_text(leaf[t, leaves], bool(prior.ndim)),
+                title=f"+ {leaf.shape[0]} trees of depth {self.depth} (leaf moves):")
+            lines += ["  " + line for line in trees.splitlines()]
         return "\n".join(lines)
+
+    def feature_terms(self, params: NewtonBoostedModel, spec: Any) -> np.ndarray | None:
+        """Each feature's exact term of ``F(x) = prior + Σ_f term[f, x_f]``, ``[n, K]`` (``[n,
+        K, C]``), when ``F`` is additive: the cyclic rounds' table plus the trees that split on
+        one feature each (:func:`~dpjax.trees.describe.additive_terms`); ``None`` when a tree
+        splits on two features or more (drawn by :func:`dpjax.plots.plot_shape`)."""
+        trees = params.trees
+        return additive_terms(params.table, trees.feature, trees.threshold, trees.leaf,
+                              spec.n_codes)
 
     def importances(self, params: NewtonBoostedModel, spec: Any) -> np.ndarray:
         table = np.asarray(params.table, np.float64)

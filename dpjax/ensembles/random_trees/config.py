@@ -90,8 +90,10 @@ class Forest(Learner):
         return params
 
     def describe(self, params: DenseTree, spec: Any, classes: tuple) -> str:
-        """The trees as nested rules, leaves with their released class scores; the majority
-        fallback (every leaf the same scores) said first."""
+        """The trees as nested rules (:func:`~dpjax.trees.describe.tree_lines`: tests that
+        cannot split left out), leaves with their released class scores (a deeper subtree: its
+        reachable leaves' mean scores and how many each class leads); the majority fallback
+        (every leaf the same scores) said first."""
         leaf = np.asarray(params.leaf)
         if leaf.size and np.all(leaf == leaf.reshape(-1, leaf.shape[-1])[0]):
             return ("Majority fallback: every leaf holds the same class scores, "
@@ -102,7 +104,7 @@ class Forest(Learner):
                     "released from the class counts.")
         return describe_dense_trees(
             np.asarray(params.feature), np.asarray(params.threshold), spec,
-            lambda t, a, b: class_scores_text(leaf[t, a:b], classes),
+            lambda t, leaves: class_scores_text(leaf[t, leaves], classes),
             title=f"{self.voting} vote of {leaf.shape[0]} random trees of depth {self.depth} "
                   "(released leaf class scores):")
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -13,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpjax.data import DataDependentWarning
+from dpjax.data.caller import warn
 from dpjax.ensembles.smooth_boost import boosting
 from dpjax.ensembles.smooth_boost.halfspace import (
     RESOLUTION,
@@ -155,8 +155,8 @@ class SmoothBoost(Learner):
         if self.calibration != "paper":
             return []
         what = "DP-TopDown splits at the paper's 4/(κn) sensitivity (false: spec §4.5)"
-        warnings.warn(f"smooth_boost: {what}; the model is NOT differentially private (the "
-                      "ledger says so)", DataDependentWarning, stacklevel=4)
+        warn(f"smooth_boost: {what}; the model is NOT differentially private (the "
+             "ledger says so)", DataDependentWarning)
         return [what]
 
     def weak(self, context: FitContext, epsilon: jax.Array | None, kappa: jax.Array,
