@@ -4,10 +4,12 @@ Every random quantity is drawn from a fixed key or seed, and every statistical t
 ``Z`` standard errors (derived from the variance of the estimator), so the suite is
 deterministic: it either always passes or always fails on a given platform.
 
-Two tiers: a plain ``pytest`` run is the fast tier (a few minutes on two cores); ``pytest
---full`` (or ``DPJAX_FULL_TESTS=1``) runs the tests marked ``slow`` too (audits, compile-heavy
-fits and sweeps, the behaviour fingerprints): the full suite, which CI runs. A test named on
-the command line (``path::test``) runs whatever its tier.
+Two tiers: a plain ``pytest`` run is the standard tier, the README's test command (minutes on
+two cores; the behaviour fingerprints included); ``pytest --full`` (or ``DPJAX_FULL_TESTS=1``)
+runs the tests marked ``slow`` too (audits, compile-heavy fits and sweeps, the exhaustive
+bit-identity checks, the docs' own blocks): the full suite, which CI runs (``.ci/run``: the
+standard tier, then ``--full -m slow``). A test named on the command line (``path::test``) runs
+whatever its tier.
 """
 
 from __future__ import annotations
