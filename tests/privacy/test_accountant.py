@@ -56,7 +56,7 @@ def test_non_private_fits_are_refused(data):
     with pytest.raises(ValueError, match="non-private fit cannot be accounted"):
         with pytest.warns(dpjax.data.DataDependentWarning):
             dpjax.fit(X, np.where(y == 1, "a", "b"), epsilon=1.0, bounds=(0, 1),
-                      accountant=accountant, **SMALL)
+                      classes="data", accountant=accountant, **SMALL)
     assert accountant.spends == ()
 
 

@@ -72,8 +72,11 @@ def test_bounds_from_data_is_not_private(toy_xy):
 def test_classes_read_off_labels_are_not_private(toy_xy):
     X, y, bounds = toy_xy
     labels = np.where(y == 1, "yes", "no")
+    with pytest.raises(ValueError, match="classes='data'"):      # undeclared strings: refused
+        dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, **SMALL)
     with pytest.warns(DataDependentWarning, match="classes"):
-        model = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, **SMALL)
+        model = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, classes="data",
+                          **SMALL)
     assert not model.privacy.private
     assert model.privacy.epsilon == math.inf
     declared = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, classes=["no", "yes"],

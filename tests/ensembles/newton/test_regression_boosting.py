@@ -238,10 +238,14 @@ def test_the_regressor_estimator(real_target):
     # the two informative features rank above the two noise features (a and b's order is
     # within the noise at this ε: 0.40 against 0.40 with this key)
     assert set(np.argsort(reg.feature_importances_)[-2:].tolist()) == {0, 1}
+    # as in dpjax.fit: y_bounds must be declared under DP, or read off y when asked
+    with pytest.raises(ValueError, match="y_bounds=\\(lo, hi\\) is required"):
+        DPBoostedTreesRegressor(epsilon=1.0, bounds=(0.0, 1.0)).fit(X[:100], y[:100])
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
         with pytest.raises(DataDependentWarning, match="y_bounds were read off"):
-            DPBoostedTreesRegressor(epsilon=1.0, bounds=(0.0, 1.0)).fit(X[:100], y[:100])
+            DPBoostedTreesRegressor(epsilon=1.0, bounds=(0.0, 1.0),
+                                    y_bounds="data").fit(X[:100], y[:100])
 
 
 def test_targets_beyond_float32_and_complex_targets_are_refused(real_target):

@@ -103,7 +103,7 @@ def test_sweep_and_estimator_serve_three_classes(three_classes):
 
     clf = DPBoostedTreesClassifier(epsilon=1.0, bounds=(0.0, 1.0), classes=["low", "mid", "high"],
                                    random_state=0).fit(X[:2000], y[:2000])
-    assert list(clf.classes_) == ["low", "mid", "high"]
+    assert list(clf.classes_) == ["high", "low", "mid"]        # sorted, as scikit-learn's
     assert clf.predict_proba(X[2000:]).shape == (1000, 3)
     scores = clf.decision_function(X[2000:])             # one score per class
     assert scores.shape == (1000, 3)
