@@ -11,6 +11,7 @@ row with fresh entropy at the one budget of ``--epsilons`` and writes it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -132,12 +133,12 @@ def read_csv(path: str, label: str | None, bounds: Any, classes: str | None
     strings against ``--classes``.
 
     A cell that is not a number in a column declared numeric is that row's missing value, and
-    a warning names the column (never the cell, nor how many). A column declared numeric in
-    which no cell is a number is a text column (``--bounds lo,hi`` declares every column
-    numeric): refused, naming the column and the fix (its categories in a JSON bounds file),
-    rather than read as a column of missing values. ``dpjax.fit`` on a DataFrame refuses a
-    numeric column that pandas typed as text over one stray cell; here the declaration types
-    the cells, so the stray cell is missing and the other rows keep their values."""
+    a warning names the column and both fixes (a text column declared by its categories in a
+    JSON bounds file; in a numeric column, an empty cell), never the cell, nor how many. It is
+    a warning, not an error: whether a column holds a number at all is a fact of its records,
+    which one record can change. ``dpjax.fit`` on a DataFrame refuses a numeric column that
+    pandas typed as text; here the declaration types the cells, so a stray cell is missing
+    and the other rows keep their values."""
     if label is None:
         raise ValueError("--data needs --label: the name of the label column")
     if classes is None:
@@ -157,23 +158,18 @@ def read_csv(path: str, label: str | None, bounds: Any, classes: str | None
         if isinstance(bounds, dict) and isinstance(bounds[column], list):
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
             continue
-        given = frame[column].notna()
         numbers = pd.to_numeric(frame[column], errors="coerce")
-        if given.any() and numbers.isna().all():
-            declared = ("--bounds lo,hi declares every column numeric" if not
-                        isinstance(bounds, dict) else "--bounds declares it numeric ([lo, hi])")
-            raise ValueError(
-                f"column {column!r} holds text, not numbers, but {declared}: declare it in a "
-                f'JSON bounds file as {{"{column}": {{"categories": [...]}}}} (and each '
-                "numeric column as [lo, hi]), or drop the column from the CSV")
-        if (given & numbers.isna()).any():
+        if (frame[column].notna() & numbers.isna()).any():
             stray.append(column)
         frame[column] = numbers
     if stray:
-        print(f"dpjax: warning: column(s) {stray[:5]}{' ...' if len(stray) > 5 else ''} "
-              "declared numeric hold cells that are not numbers: they are read as missing "
-              "values (leave such cells empty, or declare the column's categories in a JSON "
-              "--bounds file)", file=sys.stderr)
+        declared = ("--bounds lo,hi declares every column numeric" if not isinstance(bounds, dict)
+                    else "--bounds declares them numeric ([lo, hi])")
+        print(f"dpjax: warning: column(s) {stray[:5]}{' ...' if len(stray) > 5 else ''} hold "
+              f"cells that are not numbers, and {declared}: those cells are read as missing "
+              "values. A text column must be declared in a JSON bounds file as "
+              '{"column": {"categories": [...]}} (each numeric column as [lo, hi]); in a '
+              "numeric column, leave such cells empty", file=sys.stderr)
     return frame, y, tuple(name.strip() for name in classes.split(","))
 
 
@@ -280,16 +276,30 @@ def compact_summary(model: dpjax.Model, epsilon: float | None, seed: int) -> lis
     if epsilon is not None:
         lines.append(f"  requested: epsilon = {epsilon:g}, delta = "
                      f"{model.privacy.requested_delta:g}; spent: the ledger below")
-    ledger = ["  " + line for line in str(model.privacy).splitlines()]
-    room = SUMMARY_LINES - len(lines)
-    if len(ledger) > room:      # a long ledger: its heading, its first releases, its totals
-        rows = 2 + len(model.privacy.entries)       # the heading, the table's header, a row each
-        releases, totals = ledger[2:rows], ledger[rows:]
-        keep = max(room - 3 - len(totals), 0)
-        ledger = [*ledger[:2], *releases[:keep],
-                  f"    ... {len(releases) - keep} more releases (Model.privacy)", *totals]
-        ledger = ledger[:max(room - len(totals), 0)] + totals if len(ledger) > room else ledger
-    return lines + ledger
+    return lines + ledger_lines(model.privacy, SUMMARY_LINES - len(lines))
+
+
+TOTALS = ("spent:", "views:", "NOT DIFFERENTIALLY PRIVATE")
+"""How the lines after a printed ledger's table begin."""
+
+
+def ledger_lines(ledger: dpjax.PrivacyLedger, room: int) -> list[str]:
+    """The printed ``ledger``, indented, in at most ``room`` lines when it is long: its
+    heading and the first releases that fit (a release's wrapped lines kept together), a line
+    counting the others, then its totals."""
+    def table(entries: tuple) -> list[str]:
+        printed = str(dataclasses.replace(ledger, entries=entries)).splitlines()
+        return ["  " + line for line in printed if not line.lstrip().startswith(TOTALS)]
+
+    printed = ["  " + line for line in str(ledger).splitlines()]
+    if len(printed) <= room:
+        return printed
+    totals = [line for line in printed if line.lstrip().startswith(TOTALS)]
+    entries = ledger.entries
+    keep = max((k for k in range(len(entries))
+                if len(table(entries[:k])) + 1 + len(totals) <= room), default=0)
+    return [*table(entries[:keep]),
+            f"    ... {len(entries) - keep} more releases (Model.privacy)", *totals]
 
 
 def _one_private_budget(epsilons: list[float | None]) -> None:
@@ -301,8 +311,8 @@ def _one_private_budget(epsilons: list[float | None]) -> None:
 
 def save(args: argparse.Namespace, X: pd.DataFrame, y: np.ndarray, epsilons: list,
          bounds: Any, classes: tuple | None, missing: str) -> None:
-    """``--save``: one model on every row, fresh entropy (``key=None``), written as JSON."""
-    _one_private_budget(epsilons)
+    """``--save``: one model on every row, fresh entropy (``key=None``), written as JSON
+    (``run`` has checked the one private budget)."""
     model = dpjax.fit(X, y, method=args.method, epsilon=epsilons[0], bounds=bounds,
                       missing=missing, classes=classes)
     if not model.privacy.private:

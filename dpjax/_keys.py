@@ -11,7 +11,8 @@ import numpy as np
 
 
 class FixedKeyWarning(UserWarning):
-    """A private fit drew its noise from a fixed key (an int seed): reproducible, so fit for
+    """A private fit drew its noise from a key its caller chose (an int seed or a key; not
+    ``key=None``): reproducible, so fit for
     experiments, not for a model that is released (anyone who knows the key can recompute and
     subtract the noise; ``key=None`` draws fresh entropy)."""
 

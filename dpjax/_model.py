@@ -214,14 +214,17 @@ class Sweep(_Configured):
                      self.timings, self.target)
 
     def __getitem__(self, index: int | tuple[int, int]) -> Model:
-        """``sweep[i, j]``: the model of grid point ``i`` and seed index ``j``; ``sweep[i]``
-        when the sweep has one seed."""
+        """``sweep[i, j]``: the model of grid point ``i`` and seed index ``j``; ``sweep[k]``:
+        the ``k``-th model in the order of iteration (grid point ``k // len(seeds)``, seed
+        index ``k % len(seeds)``)."""
         if isinstance(index, tuple):
             return self.model(*index)
-        if self.shape[1] != 1:
-            raise TypeError(f"this sweep has {self.shape[1]} seeds: index it as sweep[i, j] "
-                            "(grid point i, seed index j)")
-        return self.model(index)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"a sweep is indexed by sweep[i, j] or by an int, not "
+                            f"{type(index).__name__}")
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"sweep[{index}] is outside the sweep's {len(self)} models")
+        return self.model(*divmod(int(index) % len(self), self.shape[1]))
 
     def __len__(self) -> int:
         """The number of models: grid points x seeds."""

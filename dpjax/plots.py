@@ -111,7 +111,8 @@ def plot_tree(model: Any, tree: int = 0, *, max_depth: int = 3, ax: Any = None) 
     ax.set_ylim(-levels - 0.6, 0.6)
     ax.axis("off")
     ax.set_title(f"{model.method}: tree {tree + 1}"
-                 + (f" (top {shown} of {depth} levels)" if shown < depth else ""))
+                 + (f" (down to {shown} tests that split, of {depth} levels)" if shown < depth
+                    else ""))
     return ax
 
 

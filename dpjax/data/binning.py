@@ -134,15 +134,15 @@ def _as_array(X: Any) -> np.ndarray:
     array = np.asarray(X)
     if array.ndim != 2:
         raise ValueError(
-            f"X must be 2-D (n_samples, n_features); got a {array.ndim}-D array of shape "
-            f"{array.shape}. Use X.reshape(-1, 1) for a single feature."
+            f"X must be 2-D (n_samples, n_features); got a {array.ndim}-D array. Use "
+            "X.reshape(-1, 1) for a single feature."
         )
     return array
 
 
 def _check_not_empty(shape: tuple[int, ...]) -> None:
     if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"X must have at least one row and one column; got shape {shape}")
+        raise ValueError("X must have at least one row and one column")
 
 
 def as_frame(X: Any) -> pd.DataFrame:
@@ -336,8 +336,8 @@ def make_feature_spec(
                 # text cells in a column declared numeric (pandas typed it object on one stray
                 # "?", or it is a text column): name the fixes, never a cell or their number
                 raise ValueError(
-                    f"column {name!r} is declared numeric (bounds {declared!r}) but holds "
-                    f"non-numeric cells. If it is numeric, convert them, e.g. X[{name!r}] = "
+                    f"column {name!r} is declared numeric (bounds {declared!r}) but is typed as "
+                    f"text (object/string dtype). If it is numeric, convert it, e.g. X[{name!r}] = "
                     f"pd.to_numeric(X[{name!r}], errors='coerce') to make them missing, and "
                     f"pass missing=[{name!r}] (or missing='code'); if it is categorical, "
                     f"declare its categories: bounds={{{name!r}: [...categories...]}}")
@@ -467,12 +467,13 @@ def _aligned(spec: FeatureSpec, X: Any) -> np.ndarray | pd.DataFrame:
     """``X`` as an :func:`as_table` table with the spec's columns in its order: a DataFrame's
     columns by name (columns the model was not fitted on are left out, with a warning that
     names them: the label, say), an array's by position, and a DataFrame's by position too
-    when the model was fitted on an array (its columns named ``x0, x1, ...``) and the
-    DataFrame's names are others (warned, as scikit-learn warns)."""
+    when the model was fitted on an array (its columns named ``x0, x1, ...``) and none of the
+    DataFrame's names is one of those (warned, as scikit-learn warns)."""
     table = as_table(X)
     if isinstance(X, pd.DataFrame):
         absent = [n for n in spec.names if n not in table.columns]
-        if absent and spec.names == _names(np.empty((0, spec.n_features))):
+        if (absent and spec.names == _names(np.empty((0, spec.n_features)))
+                and not set(map(str, table.columns)) & set(spec.names)):
             if table.shape[1] != spec.n_features:
                 raise ValueError(f"X has {table.shape[1]} columns, the model (fitted on an "
                                  f"array) expects {spec.n_features}")
@@ -534,7 +535,7 @@ def _check_numeric(spec: FeatureSpec, j: int, infinite: bool, nan: bool, outside
         raise ValueError(f"column {name!r} contains infinite values")
     if nan and missing_code is None:
         raise _missing_error(name)
-    if outside and name not in spec.released:
+    if outside and (policy == "error" or name not in spec.released):
         _outside(name, f"bounds [{lo:g}, {hi:g}]", policy, "clipped into the bounds")
 
 

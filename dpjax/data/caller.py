@@ -10,14 +10,16 @@ import sys
 import warnings
 from pathlib import Path
 
-PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-"""The directory of the dpjax package (its frames are skipped)."""
+PACKAGES = tuple({str(Path(__file__).absolute().parents[1]) + os.sep,
+                  str(Path(__file__).resolve().parents[1]) + os.sep})
+"""The directory of the dpjax package, as imported and with its links resolved (a frame's file
+name is the path it was imported by): frames under it are skipped."""
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn(message, category)`` attributed to the first frame outside dpjax."""
     level, frame = 2, sys._getframe(1)         # stacklevel 2: the caller of warn
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE):
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGES):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 

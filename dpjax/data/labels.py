@@ -32,7 +32,7 @@ def _as_1d(y: Any) -> np.ndarray:
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {values.shape}")
+        raise ValueError(f"y must be 1-D; got a {values.ndim}-D array")
     return values
 
 

@@ -179,7 +179,7 @@ def values_text(values: np.ndarray) -> str:
 
 def additive_terms(table: np.ndarray | None, feature: np.ndarray, threshold: np.ndarray,
                    leaf: np.ndarray, n_codes: np.ndarray) -> np.ndarray | None:
-    """Each feature's exact term of an additive score ``F(x) = c + Σ_f term[f, x_f]``, float64
+    """Each feature's exact term of an additive score ``F(x) = F_0 + Σ_f term[f, x_f]``, float64
     ``[n, K]`` (``[n, K, C]`` for class scores), or ``None`` when the score is not additive.
 
     ``table`` ``[n, K(, C)]`` holds per-feature moves (or ``None``); the dense trees ``[T]``
@@ -187,7 +187,7 @@ def additive_terms(table: np.ndarray | None, feature: np.ndarray, threshold: np.
     all read one feature is a function of that feature: its leaf for each code is added to
     that feature's term. A tree of all-zero leaves adds nothing; a tree that splits on two
     features or more makes the score not additive (``None``); a tree that cannot split is a
-    constant, left out (it moves every row alike)."""
+    constant, added to the first feature's term (so that the terms sum to ``F − F_0``)."""
     by_class = np.ndim(leaf) == np.ndim(feature) + 1 or (table is not None
                                                         and np.ndim(table) == 3)
     feature = np.asarray(feature).reshape(-1, np.shape(feature)[-1])
@@ -208,10 +208,8 @@ def additive_terms(table: np.ndarray | None, feature: np.ndarray, threshold: np.
         read = np.unique(feature[t][yes & no])
         if len(read) > 1:
             return None
-        if len(read) == 0:
-            continue
-        f = int(read[0])
-        code = np.arange(int(n_codes[f]))
+        f = int(read[0]) if len(read) else 0    # a tree that splits nothing: a constant, the
+        code = np.arange(int(n_codes[f]))        # first feature's term carries it
         node = np.zeros_like(code)
         for _ in range(depth):     # a test on another feature has one open branch: take it
             right = np.where(feature[t][node] == f, code > threshold[t][node], ~yes[node])

@@ -172,6 +172,27 @@ def test_compact_summary_shortens_a_long_ledger(monkeypatch):
     assert "more releases" in "\n".join(short) and short[-1] == full[-1]
 
 
+def test_a_ledger_of_wrapped_releases_is_cut_by_release():
+    """Releases whose text wraps over several lines are kept or cut whole: the heading, the
+    releases that fit, the count of the others and the totals, within the room."""
+    import dpjax.__main__ as cli
+    from dpjax.privacy import LedgerEntry, PrivacyLedger
+
+    ledger = PrivacyLedger(requested_epsilon=1.0)
+    for i in range(12):
+        ledger = ledger.record(LedgerEntry(f"release {i}: " + "a long description " * 6,
+                                           "discrete Laplace (L1 sens. 1)", 1 / 12))
+    printed = ["  " + line for line in str(ledger).splitlines()]
+    for room in (6, 9, 14):
+        cut = cli.ledger_lines(ledger, room)
+        assert len(cut) <= room and cut[0] == printed[0] and cut[-1] == printed[-1]
+        assert cut[1].split() == printed[1].split()          # the table's header
+        kept = [line.split(":")[0].strip() for line in cut
+                if line.lstrip().startswith("release ") and ":" in line]
+        assert kept == [f"release {i}" for i in range(len(kept))]      # whole, in order
+        assert f"... {12 - len(kept)} more releases" in "\n".join(cut)
+
+
 @pytest.fixture()
 def patients(tmp_path):
     """A numeric column ``age``, a text column ``region`` and string labels."""
@@ -184,27 +205,28 @@ def patients(tmp_path):
     return path, frame
 
 
-def test_bounds_for_every_column_refuses_a_text_column(tmp_path, capsys, patients):
-    """``--bounds lo,hi`` declares every column numeric: a text column is refused, naming the
-    column and the fix, not read as a column of missing values (as ``dpjax.fit`` refuses it);
-    no cell of it is printed. Declared as categories in a JSON file, it is read."""
+def test_bounds_for_every_column_says_a_text_column_is_read_as_missing(tmp_path, capsys,
+                                                                       patients):
+    """``--bounds lo,hi`` declares every column numeric: a text column's cells are read as
+    missing, and a warning names the column and the fix (its categories in a JSON file) before
+    the table, not silently; a warning, not an error, since whether a column holds a number at
+    all is a fact one record can change. No cell of it is printed. Declared as categories in
+    a JSON file, it is read."""
     path, frame = patients
-    base = ["--data", str(path), "--label", "outcome", "--classes", "no,yes"]
+    from dpjax.__main__ import _declared_bounds, read_csv
+
     numeric_json = tmp_path / "numeric.json"
     numeric_json.write_text(json.dumps({"age": [0, 100], "region": [0, 100]}))
     for bounds in ("0,100", str(numeric_json)):
-        with pytest.raises(SystemExit) as exit_info:
-            main([*base, "--bounds", bounds])
-        assert exit_info.value.code == 2
+        X, _, _ = read_csv(str(path), "outcome", _declared_bounds(bounds), "no,yes")
         err = capsys.readouterr().err
-        assert err.startswith("dpjax: error: column 'region' holds text") and "\n" == err[-1]
-        assert '{"region": {"categories": [...]}}' in err
+        assert X["region"].isna().all() and X["age"].notna().all()
+        assert err.startswith("dpjax: warning: column(s) ['region'] hold cells that are not "
+                              "numbers") and '{"column": {"categories": [...]}}' in err
         assert "north" not in err and "south" not in err and "200" not in err
     with pytest.raises(ValueError, match="column 'region'"):      # the Python API agrees
         dpjax.fit(frame.drop(columns="outcome"), frame["outcome"], epsilon=1.0,
                   bounds=(0, 100), classes=("no", "yes"), key=0)
-    from dpjax.__main__ import _declared_bounds, read_csv
-
     declared = tmp_path / "declared.json"
     declared.write_text(json.dumps({"age": [0, 100],
                                     "region": {"categories": ["north", "south"]}}))
@@ -226,7 +248,7 @@ def test_a_stray_cell_in_a_numeric_column(tmp_path, capsys, patients):
     with pytest.raises(ValueError) as error:
         dpjax.fit(X, y, epsilon=1.0, bounds=bounds, classes=("no", "yes"), key=0)
     message = str(error.value)
-    assert "column 'age' is declared numeric (bounds (0, 100)) but holds non-numeric" in message
+    assert "column 'age' is declared numeric (bounds (0, 100)) but is typed as text" in message
     assert "pd.to_numeric" in message and "missing=['age']" in message
     assert "declare its categories" in message and "is categorical:" not in message
     assert "oops" not in message and "?" not in message and "7" not in message
@@ -245,5 +267,5 @@ def test_a_stray_cell_in_a_numeric_column(tmp_path, capsys, patients):
     err = capsys.readouterr().err
     assert read["age"].isna().sum() == 7 and read["age"].dtype == np.float64
     np.testing.assert_array_equal(read["age"].dropna(), fixed["age"].dropna())
-    assert err.startswith("dpjax: warning: column(s) ['age'] declared numeric hold cells")
+    assert err.startswith("dpjax: warning: column(s) ['age'] hold cells that are not numbers")
     assert "oops" not in err and "7" not in err

@@ -105,6 +105,11 @@ def test_additive_terms_fold_single_feature_trees_into_the_table(spec):
     np.testing.assert_array_equal(terms[0], [1, 1, 1, 1, 4, 4, 4, 4, 4])
     np.testing.assert_array_equal(terms[1], table[1])
     assert additive_terms(table, np.array([[0, 1, 1]]), threshold, leaf, spec.n_codes) is None
+    # a tree that cannot split (every code of x is <= 8) is a constant: its one reachable leaf
+    # joins the first feature's term, so the terms still sum to F - F_0
+    constant = additive_terms(table, feature, np.array([[8, 8, 8]]), leaf, spec.n_codes)
+    np.testing.assert_array_equal(constant[0], np.ones(9))
+    np.testing.assert_array_equal(constant[1], table[1])
 
 
 def test_code_runs_merge_equal_bins_and_wrap(spec):

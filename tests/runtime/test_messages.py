@@ -129,6 +129,10 @@ def test_numpy_and_dataframe_inputs_predict_interchangeably():
     np.testing.assert_array_equal(with_label, on_frame.predict_proba(frame))
     with pytest.raises(ValueError, match="lacks the columns"):
         on_frame.predict(frame.drop(columns="bmi"))
+    # by position only when no name is the model's: x0 and x2 beside another column are not
+    # the array's columns x0, x1, x2 in another order
+    with pytest.raises(ValueError, match=r"lacks the columns \['x1'\]"):
+        on_array.predict(pd.DataFrame(X, columns=["x0", "x2", "label"]))
 
 
 def test_estimator_classes_are_sorted_as_scikit_learn_sorts_them():
@@ -147,10 +151,14 @@ def test_a_sweep_is_indexed_like_a_grid_and_a_tuned_ledger_prints_narrow():
     np.testing.assert_array_equal(sweep[1, 0].predict_proba(X),
                                   sweep.model(1, 0).predict_proba(X))
     assert sweep[1, 1].privacy.epsilon <= 1.0
+    assert [m.privacy for m in sweep] == [sweep[k].privacy for k in range(len(sweep))]
+    np.testing.assert_array_equal(sweep[3].predict_proba(X), sweep[1, 1].predict_proba(X))
     with pytest.raises(TypeError, match=r"sweep\[i, j\]"):
-        sweep[0]
+        sweep[0:2]
     with pytest.raises(IndexError):
         sweep[2, 0]
+    with pytest.raises(IndexError):
+        sweep[4]
     tuned = dpjax.tune(X, Y, method="boosted", n_trees=2, depth=2, bounds=(0, 1), epsilon=1.0,
                        key=0)
     assert max(map(len, str(tuned.privacy).splitlines())) <= 120

@@ -45,7 +45,7 @@ def test_plot_tree_draws_every_split_and_leaf_box(data):
     assert len(texts) == splits + groups and splits >= 1  # the tests that split, the subtrees
     assert sum(" < " in t for t in texts) == splits
     assert not any(re.search(r"leaves: \S+ \(", t) for t in texts)   # scores, not counts
-    assert "tree 2 (top 2 of 3 levels)" in ax.get_title()
+    assert "tree 2 (down to 2 tests that split, of 3 levels)" in ax.get_title()
     rules = dpjax.fit(X, y, method="rule_list", epsilon=1.0, bounds=(0, 1), key=0)
     with pytest.raises(ValueError, match="no dense trees"):
         plots.plot_tree(rules)
