@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +43,6 @@ from dpjax._sharding import (
     spans_processes,
     to_local,
 )
-from dpjax.data import OutOfBoundsWarning
 from dpjax.learners import Learner, get_learner
 from dpjax.privacy import (
     SENSITIVITY,
@@ -178,24 +176,17 @@ def fit(
         bounds, fit_epsilon, bounds_costs, released_columns = release_bounds(
             jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
             SENSITIVITY[check_neighbouring(neighbouring)])
-    with warnings.catch_warnings():
-        if private_bounds:      # a tenth of the records lie outside the released 5%-95% range
-            warnings.simplefilter("ignore", OutOfBoundsWarning)
-        prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds,
-                           classes=classes, n_bins=n_bins, missing=missing,
-                           on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
-                           params=params, public_size=public_size, delta=delta,
-                           sample_weight=sample_weight, task=task, y_bounds=y_bounds,
-                           pad=True, process_rows=counts,
-                           devices=1 if chosen_devices is None else local_device_count(
-                               chosen_devices))
+    # a tenth of the records lie outside a released 5%-95% range: its columns clip silently
+    prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
+                       n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
+                       neighbouring=neighbouring, params=params, public_size=public_size,
+                       delta=delta, sample_weight=sample_weight, task=task, y_bounds=y_bounds,
+                       pad=True, process_rows=counts,
+                       devices=1 if chosen_devices is None else local_device_count(
+                           chosen_devices), released=released_columns)
     if bounds_costs:
-        released = tuple(name for name in prepared.spec.names
-                         if name in released_columns)
         prepared = dataclasses.replace(prepared,
-                                       ledger=prepared.ledger.with_costs(bounds_costs),
-                                       spec=dataclasses.replace(prepared.spec,
-                                                                released=released))
+                                       ledger=prepared.ledger.with_costs(bounds_costs))
     fn, cache_key = prepared.fit_fn(private=epsilon is not None)
     arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
                                              (prepared.weights,))

@@ -328,6 +328,7 @@ def prepare(
     params: dict[str, Any], public_size: int | None = None, delta: float = 0.0, batch: int = 1,
     sample_weight: Any = None, task: str = "classification", y_bounds: Any = None,
     pad: bool = False, devices: int = 1, process_rows: tuple[int, ...] | None = None,
+    released: tuple[str, ...] = (),
 ) -> Prepared:
     """Check every argument (errors name the argument and print no data), build the public
     feature spec and the codes, and start the ledger. ``pad``: pad the rows to their bucket
@@ -336,7 +337,8 @@ def prepare(
     :data:`~dpjax._buckets.BUCKET_MAX_ROWS` rows), so that row counts of one bucket share a
     program. ``devices``: this process's devices that split the rows (:func:`held_rows`);
     ``process_rows``: every process's row count in a multi-process fit (``None``: this
-    process's alone)."""
+    process's alone); ``released``: the columns whose bounds were released privately
+    (:attr:`~dpjax.data.FeatureSpec.released`)."""
     config = get_learner(method, params)
     neighbouring = check_neighbouring(neighbouring)
     public_size = check_public_size(public_size)
@@ -364,7 +366,7 @@ def prepare(
         raise ValueError("X and y must have as many rows (y: one label per row of X)")
     n_bins = config.default_bins if n_bins is None else n_bins
     spec = make_feature_spec(table, bounds, n_bins=n_bins, missing=missing,
-                             private=epsilon is not None)
+                             private=epsilon is not None, released=released)
     weights = _check_sample_weight(sample_weight, config, table.shape[0])
     # every public limit before any work on the data (encoding, compiling, fitting), on the
     # rows the fit holds: padded ones are at most BUCKET_MAX_ROWS (or a device count) more,

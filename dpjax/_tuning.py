@@ -585,10 +585,10 @@ def tune(
       ``K``, ``ε_c`` and the chosen values in its text); the chosen fit's own releases are
       inside it, not added again.
     """
-    check_release_settings([None if epsilon is None else check_epsilon(epsilon)], 0.0,
-                           key is not None)
-    if accountant is not None and epsilon is not None:
-        accountant.check(check_epsilon(epsilon), 0.0, neighbouring=neighbouring)
+    checked = None if epsilon is None else check_epsilon(epsilon)
+    check_release_settings([checked], 0.0, key is not None)
+    if accountant is not None and checked is not None:
+        accountant.check(checked, 0.0, neighbouring=neighbouring)
     chosen = selection(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
                        key=key, candidates=candidates, validation_share=validation_share,
                        stop_probability=stop_probability, neighbouring=neighbouring,

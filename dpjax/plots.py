@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised only without matplo
 from dpjax._model import _jitted_decision, _jitted_proba, by_rows
 from dpjax.data import encode
 from dpjax.data.describe import code_label, split_text
-from dpjax.learner import Learner
+from dpjax.learners import registration
 from dpjax.privacy import PrivacyLedger
 from dpjax.trees.dense import DenseTree, depth_of
 from dpjax.trees.describe import Shown, class_scores_text, shown_tree, values_text
@@ -146,7 +146,7 @@ def _terms_of(model: Any) -> np.ndarray | None:
 
 
 def _has_decision(model: Any) -> bool:
-    return type(model.config).decision is not Learner.decision
+    return registration(model.config).decision is not None
 
 
 def _feature_index(model: Any, feature: int | str) -> int:

@@ -151,7 +151,7 @@ def as_frame(X: Any) -> pd.DataFrame:
         frame = X
     else:
         array = _as_array(X)
-        frame = pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
+        frame = pd.DataFrame(array, columns=list(array_names(array.shape[1])))
     _check_not_empty(frame.shape)
     frame = frame.copy(deep=False)
     frame.columns = [str(c) for c in frame.columns]
@@ -207,11 +207,16 @@ def as_table(X: Any) -> np.ndarray | pd.DataFrame:
     return array
 
 
+def array_names(n: int) -> tuple[str, ...]:
+    """The column names of an array's ``n`` columns: ``x0, x1, ...``."""
+    return tuple(f"x{j}" for j in range(n))
+
+
 def _names(table: np.ndarray | pd.DataFrame) -> tuple[str, ...]:
     """Column names of an :func:`as_table` table."""
     if isinstance(table, pd.DataFrame):
         return tuple(table.columns)
-    return tuple(f"x{j}" for j in range(table.shape[1]))
+    return array_names(table.shape[1])
 
 
 def _column(table: np.ndarray | pd.DataFrame, j: int) -> pd.Series:
@@ -285,6 +290,7 @@ def make_feature_spec(
     n_bins: int = 10,
     missing: str | Sequence[str] = "error",
     private: bool = True,
+    released: Sequence[str] = (),
 ) -> FeatureSpec:
     """Build the public :class:`FeatureSpec` of ``X``.
 
@@ -304,6 +310,8 @@ def make_feature_spec(
         for them) or a list of the columns that may be missing (a public declaration).
       private: with ``False`` (non-private fit) undeclared bounds are taken from the data
         without warning; with ``True`` they are an error.
+      released: the columns whose bounds (in ``bounds``) were released privately
+        (:attr:`FeatureSpec.released`: values outside them clipped without a warning).
     """
     table = as_table(X)
     names = _names(table)
@@ -365,7 +373,8 @@ def make_feature_spec(
         upper.append(hi)
         categories.append(None)
     spec = FeatureSpec(names, tuple(lower), tuple(upper), tuple(categories), int(n_bins),
-                       tuple(n in missing_cols for n in names), tuple(from_data))
+                       tuple(n in missing_cols for n in names), tuple(from_data),
+                       tuple(released))
     if spec.max_codes > MAX_CODES:
         too_many = [n for n, c in zip(names, spec.n_codes, strict=True) if c > MAX_CODES]
         raise ValueError(f"columns {too_many} need more than {MAX_CODES} codes (uint8)")
@@ -472,8 +481,8 @@ def _aligned(spec: FeatureSpec, X: Any) -> np.ndarray | pd.DataFrame:
     table = as_table(X)
     if isinstance(X, pd.DataFrame):
         absent = [n for n in spec.names if n not in table.columns]
-        if (absent and spec.names == _names(np.empty((0, spec.n_features)))
-                and not set(map(str, table.columns)) & set(spec.names)):
+        if (absent and spec.names == array_names(spec.n_features)
+                and not set(table.columns) & set(spec.names)):
             if table.shape[1] != spec.n_features:
                 raise ValueError(f"X has {table.shape[1]} columns, the model (fitted on an "
                                  f"array) expects {spec.n_features}")
