@@ -59,7 +59,7 @@ def fit(
     X: Any,
     y: Any,
     *,
-    method: str | Learner = "random_trees",
+    method: str | Learner = "boosted",
     epsilon: float | None = 1.0,
     key: int | jax.Array | None = None,
     bounds: Any = None,
@@ -83,9 +83,9 @@ def fit(
     Args:
       X: 2-D table: pandas DataFrame, numpy or JAX array.
       y: labels, 1-D.
-      method: learner name: ``"random_trees"`` (Bojarski et al.'s DP random forests),
-        ``"boosted"`` (private Newton boosting; the softmax loss for more than two declared
-        classes: the accurate default booster),
+      method: learner name: ``"boosted"`` (the default: private Newton boosting, its shape
+        chosen from public facts; the softmax loss for more than two declared classes),
+        ``"random_trees"`` (Bojarski et al.'s DP random forests),
         ``"malpha"`` (Nock & Henecka's Mα-boost, binary labels), ``"rf_laplace"`` /
         ``"rf_exponential"`` (their RF-L / RF-E baselines), ``"smooth_boost"`` (LazyBregBoost
         with DP-1R stumps, binary labels), ``"rule_list"`` (DP greedy rule lists, Ly et al.,
@@ -215,7 +215,7 @@ def sweep(
     X: Any,
     y: Any,
     *,
-    method: str | Learner = "random_trees",
+    method: str | Learner = "boosted",
     epsilon: float | Sequence[float] | None,
     seeds: int | Sequence[int] | None = None,
     bounds: Any = None,

@@ -165,7 +165,8 @@ def fit_grid(
     **fit_kwargs: Any,
 ) -> Method:
     """A :class:`Method` fitting ``dpjax.fit`` once per grid point on ``split.train`` (key =
-    the run's seed), with the dataset's public bounds and missing declaration, and counting
+    the run's seed; ``method="random_trees"`` unless ``fit_kwargs`` or the grid point names
+    another), with the dataset's public bounds and missing declaration, and counting
     errors on ``split.val`` and ``split.test``. ``epsilon`` may depend on the data and split
     (e.g. ``1000 / n_train``). Fine for small grids; vectorise large ones in the script."""
 
@@ -173,7 +174,7 @@ def fit_grid(
         eps = epsilon(data, split) if callable(epsilon) else epsilon
         rows = []
         for setting in grid:
-            kwargs = {"bounds": data.bounds, "missing": data.missing,
+            kwargs = {"method": "random_trees", "bounds": data.bounds, "missing": data.missing,
                       "n_bins": data.spec.n_bins, **fit_kwargs, **setting}
             model = dpjax.fit(data.X.iloc[split.train], data.y[split.train], epsilon=eps,
                               key=seed, **kwargs)

@@ -212,8 +212,8 @@ def random_trees_grid(ks: tuple[int, ...], hs: tuple[int, ...]) -> harness.Metho
 
 def check_against_fit(data: harness.Data, run: int, h: int, ks: tuple[int, ...]) -> None:
     """Sanity check of the grid's key schedule and masked votes: its non-private forests at
-    ``k = max(ks)`` must predict exactly what ``dpjax.fit(..., epsilon=None, n_trees=max(ks),
-    depth=h, leaf_estimate="paper")`` does."""
+    ``k = max(ks)`` must predict exactly what ``dpjax.fit(..., method="random_trees",
+    epsilon=None, n_trees=max(ks), depth=h, leaf_estimate="paper")`` does."""
     split = SPLIT(data.y, run)
     key = grid_key(run, h)
     pred = grid_predictions(
@@ -221,9 +221,10 @@ def check_against_fit(data: harness.Data, run: int, h: int, ks: tuple[int, ...])
         jnp.asarray(data.y[split.train]), jnp.asarray(data.codes[split.test]), 1.0, depth=h,
         ks=ks)
     for i, voting in enumerate(("majority", "threshold")):
-        model = dpjax.fit(data.X.iloc[split.train], data.y[split.train], epsilon=None, key=key,
-                          bounds=data.bounds, missing=data.missing, n_bins=data.spec.n_bins,
-                          n_trees=max(ks), depth=h, voting=voting, leaf_estimate="paper")
+        model = dpjax.fit(data.X.iloc[split.train], data.y[split.train], method="random_trees",
+                          epsilon=None, key=key, bounds=data.bounds, missing=data.missing,
+                          n_bins=data.spec.n_bins, n_trees=max(ks), depth=h, voting=voting,
+                          leaf_estimate="paper")
         expected = model.predict(data.X.iloc[split.test]) == 1
         if not np.array_equal(pred[i, -1], expected):
             raise AssertionError(f"{data.name} h={h} {voting}: grid != dpjax.fit "

@@ -61,7 +61,7 @@ def audit(
     X: Any,
     y: Any,
     *,
-    method: str = "random_trees",
+    method: str = "boosted",
     epsilon: float | Sequence[float] = 1.0,
     delta: float = 0.0,
     neighbouring: str = "add_remove",

@@ -112,8 +112,8 @@ def test_leak2_value_leaves_audit_within_their_claim():
 def test_leak3_grid_points_of_a_seed_have_independent_noise():
     """Two grid points with the same ε used to be the same model (same key, same scale)."""
     X, y = _toy(60)
-    sweep = dpjax.sweep(X, y, epsilon=[1.0, 1.0], seeds=[7], bounds=BOUNDS, n_trees=2,
-                        depth=3)
+    sweep = dpjax.sweep(X, y, method="random_trees", epsilon=[1.0, 1.0], seeds=[7], bounds=BOUNDS,
+                        n_trees=2, depth=3)
     leaves = np.asarray(sweep.params.leaf)
     assert not np.array_equal(leaves[0, 0], leaves[1, 0])
     np.testing.assert_array_equal(np.asarray(sweep.params.feature)[0, 0],
@@ -122,7 +122,8 @@ def test_leak3_grid_points_of_a_seed_have_independent_noise():
 
 def test_leak3_default_seeds_draw_fresh_entropy():
     X, y = _toy(60)
-    first, second = (dpjax.sweep(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=2, depth=3)
+    first, second = (dpjax.sweep(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, n_trees=2,
+                                 depth=3)
                      for _ in range(2))
     assert first.seeds == (None,)
     assert not np.array_equal(np.asarray(first.params.leaf), np.asarray(second.params.leaf))
@@ -164,11 +165,13 @@ def test_leak4_values_outside_the_bounds_are_clipped_without_printing_them():
     X, y = _toy(30)
     X.loc[3, "a"] = 123.456
     with pytest.warns(OutOfBoundsWarning) as caught:
-        model = dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2, depth=2)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
+                          depth=2)
     assert model.privacy.private
     assert all("123" not in str(w.message) for w in caught)
     with pytest.raises(ValueError) as error:
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, on_out_of_bounds="error")
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0,
+                  on_out_of_bounds="error")
     assert "123" not in str(error.value)
 
 
@@ -177,7 +180,8 @@ def test_leak4_unseen_categories_get_the_other_code():
     y = np.arange(20) % 2
     bounds = {"c": ["x", "y"], "a": (0.0, 1.0)}
     with pytest.warns(OutOfBoundsWarning, match="other"):
-        model = dpjax.fit(X, y, epsilon=1.0, bounds=bounds, key=0, n_trees=2, depth=2)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=bounds, key=0, n_trees=2,
+                          depth=2)
     codes = np.asarray(model.encode(pd.DataFrame({"c": ["q"], "a": [0.5]})))
     assert codes[0, 0] == 2 and model.spec.n_codes[0] == 3
 
@@ -185,8 +189,8 @@ def test_leak4_unseen_categories_get_the_other_code():
 def test_leak4_unknown_label_message_prints_no_label():
     X, y = _toy(20)
     with pytest.raises(ValueError, match="outside the declared classes") as error:
-        dpjax.fit(X, np.where(y == 1, "secret-label", "no"), epsilon=1.0, bounds=BOUNDS,
-                  classes=["no", "yes"])
+        dpjax.fit(X, np.where(y == 1, "secret-label", "no"), method="random_trees", epsilon=1.0,
+                  bounds=BOUNDS, classes=["no", "yes"])
     assert "secret" not in str(error.value)
 
 
@@ -208,13 +212,13 @@ def test_leak5_category_dtype_is_not_a_declaration():
                       "a": np.linspace(0, 1, 21)})
     y = np.arange(21) % 2
     with pytest.warns(DataDependentWarning, match="NOT differentially private"):
-        model = dpjax.fit(X, y, epsilon=1.0, bounds={"a": (0.0, 1.0)}, key=0, n_trees=2,
-                          depth=2)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds={"a": (0.0, 1.0)}, key=0,
+                          n_trees=2, depth=2)
     assert not model.privacy.private and model.privacy.epsilon == math.inf
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
-        declared = dpjax.fit(X, y, epsilon=1.0, bounds={"a": (0.0, 1.0), "c": ["x", "y"]},
-                             key=0, n_trees=2, depth=2)
+        declared = dpjax.fit(X, y, method="random_trees", epsilon=1.0,
+                             bounds={"a": (0.0, 1.0), "c": ["x", "y"]}, key=0, n_trees=2, depth=2)
     assert declared.privacy.private and "rare" not in declared.spec.categories[0]
 
 
@@ -222,12 +226,13 @@ def test_leak5_label_domain_does_not_switch_with_the_data():
     """A dataset of ones used to get classes (0, 1) and its neighbour with one -1 got (-1, 1)."""
     X, _ = _toy(21)
     ones = np.ones(21, int)
-    assert dpjax.fit(X, ones, epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
+    assert dpjax.fit(X, ones, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0, n_trees=2,
                      depth=2).classes == (0, 1)
     with pytest.raises(ValueError, match="default classes"):
-        dpjax.fit(X, np.append(ones[:-1], -1), epsilon=1.0, bounds=BOUNDS, key=0)
-    declared = dpjax.fit(X, np.append(ones[:-1], -1), epsilon=1.0, bounds=BOUNDS, key=0,
-                         classes=(-1, 1), n_trees=2, depth=2)
+        dpjax.fit(X, np.append(ones[:-1], -1), method="random_trees", epsilon=1.0, bounds=BOUNDS,
+                  key=0)
+    declared = dpjax.fit(X, np.append(ones[:-1], -1), method="random_trees", epsilon=1.0,
+                         bounds=BOUNDS, key=0, classes=(-1, 1), n_trees=2, depth=2)
     assert declared.classes == (-1, 1) and declared.privacy.private
 
 

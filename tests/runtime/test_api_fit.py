@@ -28,7 +28,8 @@ def banknote_models(banknote):
     models, accuracy = [], []
     for seed in range(5):
         train, test = stratified_split(y, 0.3, seed)
-        model = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=seed)
+        model = dpjax.fit(X.iloc[train], y[train], method="random_trees", epsilon=1.0,
+                          bounds=bounds, key=seed)
         models.append((model, train, test))
         accuracy.append(model.score(X.iloc[test], y[test]))
     return models, np.array(accuracy)
@@ -47,9 +48,11 @@ def test_same_key_same_params_different_key_different(banknote, banknote_models)
     X, y, bounds = banknote
     models, _ = banknote_models
     model, train, _ = models[0]
-    again = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=0)
+    again = dpjax.fit(X.iloc[train], y[train], method="random_trees", epsilon=1.0, bounds=bounds,
+                      key=0)
     chex.assert_trees_all_equal(model.params, again.params)
-    other = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=1)
+    other = dpjax.fit(X.iloc[train], y[train], method="random_trees", epsilon=1.0, bounds=bounds,
+                      key=1)
     assert not np.array_equal(other.params.feature, model.params.feature)
     assert not np.array_equal(other.params.leaf, model.params.leaf)
     # the fit was compiled once for these shapes and reused
@@ -61,7 +64,8 @@ def test_int_seed_and_typed_key_are_the_same(banknote, banknote_models):
     models, _ = banknote_models
     model, train, _ = models[2]
     for key in (jax.random.key(2), np.int64(2), jax.random.PRNGKey(2)):
-        same = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=key)
+        same = dpjax.fit(X.iloc[train], y[train], method="random_trees", epsilon=1.0, bounds=bounds,
+                         key=key)
         chex.assert_trees_all_equal(model.params, same.params)
     for bad in (1.5, True, "seed"):
         with pytest.raises((ValueError, TypeError)):

@@ -53,7 +53,8 @@ def test_bad_inputs_raise_value_error(toy_xy, case):
     cases = _bad_inputs(X, y, bounds)
     assert len(cases) == 18
     name, change, message = cases[case]
-    kwargs = dict(X=X, y=y, epsilon=1.0, bounds=bounds, key=0, **SMALL) | change
+    kwargs = dict(X=X, y=y, method="random_trees", epsilon=1.0, bounds=bounds, key=0,
+                  **SMALL) | change
     with pytest.raises(ValueError, match=message):
         dpjax.fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
 
@@ -65,7 +66,7 @@ def test_out_of_bounds_values_are_clipped_by_default(toy_xy):
     X, y, _ = toy_xy
     narrow = {"a": (0.0, 0.5), "b": (0.0, 1.0)}
     with pytest.warns(OutOfBoundsWarning, match="'a'") as warned:
-        model = dpjax.fit(X, y, epsilon=1.0, bounds=narrow, key=0, **SMALL)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=narrow, key=0, **SMALL)
     assert model.privacy.private  # clipping is data-independent post-processing
     message = str(next(w.message for w in warned if w.category is OutOfBoundsWarning))
     assert "[0, 0.5]" in message
@@ -77,8 +78,8 @@ def test_out_of_bounds_values_are_clipped_by_default(toy_xy):
     with pytest.warns(OutOfBoundsWarning):
         np.testing.assert_array_equal(model.encode(X), codes)
     # the opt-in error is for the training data; prediction clips (it spends no budget)
-    strict = dpjax.fit(X.assign(a=X["a"] / 2), y, epsilon=1.0, bounds=narrow, key=0,
-                       on_out_of_bounds="error", **SMALL)
+    strict = dpjax.fit(X.assign(a=X["a"] / 2), y, method="random_trees", epsilon=1.0, bounds=narrow,
+                       key=0, on_out_of_bounds="error", **SMALL)
     with pytest.warns(OutOfBoundsWarning):
         np.testing.assert_array_equal(strict.predict(X), strict.predict(clipped))
 
@@ -98,7 +99,8 @@ def test_mixed_columns_with_missing_values():
                       "size": size, "flag": rng.uniform(size=m) < 0.5})
     y = (colour == "red").astype(int)
     bounds = {"size": (0, 10), "colour": ["red", "green", "blue"]}
-    model = dpjax.fit(X, y, epsilon=2.0, bounds=bounds, missing=["size"], key=1, **SMALL)
+    model = dpjax.fit(X, y, method="random_trees", epsilon=2.0, bounds=bounds, missing=["size"],
+                      key=1, **SMALL)
     assert model.privacy.private
     # categories + "other"; 10 bins + missing; bool + "other"
     np.testing.assert_array_equal(model.spec.n_codes, [4, 11, 3])
@@ -107,8 +109,8 @@ def test_mixed_columns_with_missing_values():
     # under DP a category dtype is no declaration: undeclared, its categories are read off the
     # data (warned, not private)
     with pytest.warns(DataDependentWarning, match="colour"):
-        undeclared = dpjax.fit(X, y, epsilon=2.0, bounds={"size": (0, 10)}, missing=["size"],
-                               key=1, **SMALL)
+        undeclared = dpjax.fit(X, y, method="random_trees", epsilon=2.0, bounds={"size": (0, 10)},
+                               missing=["size"], key=1, **SMALL)
     assert not undeclared.privacy.private
     np.testing.assert_array_equal(undeclared.spec.n_codes, [4, 11, 3])
     # an unseen category gets the "other" code at predict time

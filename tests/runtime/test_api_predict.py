@@ -19,8 +19,8 @@ from tests.helpers.api import SMALL
 def test_predict_returns_original_labels(toy_xy):
     X, y, bounds = toy_xy
     labels = np.where(y == 1, "b", "a")
-    model = dpjax.fit(X, labels, epsilon=None, bounds=bounds, key=0, classes=["a", "b"],
-                      **SMALL)
+    model = dpjax.fit(X, labels, method="random_trees", epsilon=None, bounds=bounds, key=0,
+                      classes=["a", "b"], **SMALL)
     pred = model.predict(X)
     assert pred.shape == (len(y),)
     assert pred.dtype.kind == "U"
@@ -30,8 +30,8 @@ def test_predict_returns_original_labels(toy_xy):
     assert model.score(X, labels) == pytest.approx(np.mean(pred == labels))
     assert model.classes == ("a", "b")
     # reversing the declared classes reverses the columns of predict_proba, not the labels
-    flipped = dpjax.fit(X, labels, epsilon=None, bounds=bounds, key=0, classes=["b", "a"],
-                        **SMALL)
+    flipped = dpjax.fit(X, labels, method="random_trees", epsilon=None, bounds=bounds, key=0,
+                        classes=["b", "a"], **SMALL)
     proba = model.predict_proba(X)
     np.testing.assert_allclose(flipped.predict_proba(X), proba[:, ::-1], rtol=1e-6)
     untied = np.abs(proba[:, 0] - 0.5) > 1e-6  # a tie goes to the first declared class
@@ -42,7 +42,8 @@ def test_predict_returns_original_labels(toy_xy):
 def test_predict_proba_rows_sum_to_one(toy_xy):
     X, y, bounds = toy_xy
     for voting in ("majority", "threshold", "probabilistic"):
-        model = dpjax.fit(X, y, epsilon=1.0, bounds=bounds, key=0, voting=voting, **SMALL)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=bounds, key=0,
+                          voting=voting, **SMALL)
         proba = model.predict_proba(X)
         assert proba.shape == (len(y), 2)
         np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
@@ -56,7 +57,8 @@ def test_predict_proba_rows_sum_to_one(toy_xy):
 
 def test_proba_function_under_jit_and_vmap(toy_xy):
     X, y, bounds = toy_xy
-    models = [dpjax.fit(X, y, epsilon=1.0, bounds=bounds, key=k, **SMALL) for k in range(3)]
+    models = [dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=bounds, key=k,
+                        **SMALL) for k in range(3)]
     stacked = jax.tree.map(lambda *a: jnp.stack(a), *(m.params for m in models))
     chex.assert_shape(stacked.leaf, (3, 3, 8, 2))
     proba = models[0].proba_function()

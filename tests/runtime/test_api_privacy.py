@@ -25,8 +25,9 @@ from tests.helpers.api import SMALL, assert_spent
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
 def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring):
     X, y, bounds = toy_xy
-    model = dpjax.fit(X, y, epsilon=epsilon, bounds=bounds, key=0, n_trees=n_trees, depth=2,
-                      neighbouring=neighbouring, prior_share=0.0)   # Bojarski et al.'s forest
+    model = dpjax.fit(X, y, method="random_trees", epsilon=epsilon, bounds=bounds, key=0,
+                      n_trees=n_trees, depth=2, neighbouring=neighbouring,
+                      prior_share=0.0)   # Bojarski et al.'s forest
     ledger = model.privacy
     assert ledger.private
     assert ledger.requested_epsilon == epsilon
@@ -47,7 +48,7 @@ def test_ledger_within_budget(toy_xy, epsilon, n_trees, neighbouring):
 
 def test_epsilon_none_is_non_private(toy_xy):
     X, y, bounds = toy_xy
-    model = dpjax.fit(X, y, epsilon=None, bounds=bounds, key=0, **SMALL)
+    model = dpjax.fit(X, y, method="random_trees", epsilon=None, bounds=bounds, key=0, **SMALL)
     assert model.privacy.epsilon == math.inf
     assert not model.privacy.private
     assert "NOT DIFFERENTIALLY PRIVATE" in str(model.privacy)
@@ -55,14 +56,14 @@ def test_epsilon_none_is_non_private(toy_xy):
     # a non-private fit may take its bounds from the data without a warning
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
-        model = dpjax.fit(X, y, epsilon=None, key=0, **SMALL)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=None, key=0, **SMALL)
     assert not model.privacy.private
 
 
 def test_bounds_from_data_is_not_private(toy_xy):
     X, y, _ = toy_xy
     with pytest.warns(DataDependentWarning):
-        model = dpjax.fit(X, y, epsilon=1.0, bounds="data", key=0, **SMALL)
+        model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds="data", key=0, **SMALL)
     assert model.privacy.epsilon == math.inf
     assert not model.privacy.private
     assert any("from the data" in r for r in model.privacy.not_private_reasons)
@@ -73,24 +74,26 @@ def test_classes_read_off_labels_are_not_private(toy_xy):
     X, y, bounds = toy_xy
     labels = np.where(y == 1, "yes", "no")
     with pytest.raises(ValueError, match="classes='data'"):      # undeclared strings: refused
-        dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, **SMALL)
+        dpjax.fit(X, labels, method="random_trees", epsilon=1.0, bounds=bounds, key=0, **SMALL)
     with pytest.warns(DataDependentWarning, match="classes"):
-        model = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, classes="data",
-                          **SMALL)
+        model = dpjax.fit(X, labels, method="random_trees", epsilon=1.0, bounds=bounds, key=0,
+                          classes="data", **SMALL)
     assert not model.privacy.private
     assert model.privacy.epsilon == math.inf
-    declared = dpjax.fit(X, labels, epsilon=1.0, bounds=bounds, key=0, classes=["no", "yes"],
-                         **SMALL)
+    declared = dpjax.fit(X, labels, method="random_trees", epsilon=1.0, bounds=bounds, key=0,
+                         classes=["no", "yes"], **SMALL)
     assert declared.privacy.private
     assert declared.privacy.epsilon <= 1.0
     # numeric labels outside the default classes (0, 1) must be declared under DP
     signs = np.where(y == 1, 1, -1)
     with pytest.raises(ValueError, match="outside the default classes"):
-        dpjax.fit(X, signs, epsilon=1.0, bounds=bounds, key=0, **SMALL)
-    signed = dpjax.fit(X, signs, epsilon=1.0, bounds=bounds, key=0, classes=[-1, 1], **SMALL)
+        dpjax.fit(X, signs, method="random_trees", epsilon=1.0, bounds=bounds, key=0, **SMALL)
+    signed = dpjax.fit(X, signs, method="random_trees", epsilon=1.0, bounds=bounds, key=0,
+                       classes=[-1, 1], **SMALL)
     assert signed.privacy.private and signed.classes == (-1, 1)
     # without DP they are inferred as before
-    assert dpjax.fit(X, signs, epsilon=None, bounds=bounds, key=0, **SMALL).classes == (-1, 1)
+    assert dpjax.fit(X, signs, method="random_trees", epsilon=None, bounds=bounds, key=0,
+                     **SMALL).classes == (-1, 1)
 
 
 def test_single_class_training_set_is_fine(toy_xy):
@@ -99,7 +102,8 @@ def test_single_class_training_set_is_fine(toy_xy):
     X, y, bounds = toy_xy
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataDependentWarning)
-        model = dpjax.fit(X, np.ones_like(y), epsilon=1.0, bounds=bounds, key=0, **SMALL)
+        model = dpjax.fit(X, np.ones_like(y), method="random_trees", epsilon=1.0, bounds=bounds,
+                          key=0, **SMALL)
     assert model.classes == (0, 1)
     assert model.privacy.private
     assert model.predict_proba(X).shape == (len(y), 2)

@@ -21,7 +21,8 @@ SWEEP_EPS = (0.5, 2.0)
 @pytest.fixture(scope="module")
 def toy_sweep(toy_xy):
     X, y, bounds = toy_xy
-    return dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=3, bounds=bounds, **SMALL)
+    return dpjax.sweep(X, y, method="random_trees", epsilon=SWEEP_EPS, seeds=3, bounds=bounds,
+                       **SMALL)
 
 
 @pytest.mark.slow
@@ -72,7 +73,8 @@ def test_sweep_model_is_the_learner_fit_with_its_own_key(toy_xy, toy_sweep):
 def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
     X, y, bounds = toy_xy
     # same grid shape as toy_sweep, so the compiled sweep is reused
-    sweep = dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=[5, 9, 0], bounds=bounds, **SMALL)
+    sweep = dpjax.sweep(X, y, method="random_trees", epsilon=SWEEP_EPS, seeds=[5, 9, 0],
+                        bounds=bounds, **SMALL)
     assert sweep.seeds == (5, 9, 0)
     assert sweep.timings.compile_s == 0.0
     chex.assert_shape(sweep.params.feature, (2, 3, 3, 7))
@@ -83,10 +85,12 @@ def test_sweep_with_explicit_seed_list(toy_xy, toy_sweep):
     # seed 0 at index 2 is toy_sweep's seed 0 at index 0: the very same models
     chex.assert_trees_all_equal(sweep.model(1, 2).params, toy_sweep.model(1, 0).params)
     with pytest.raises(ValueError, match="epsilon"):
-        dpjax.sweep(X, y, epsilon=[1.0, 0.0], seeds=2, bounds=bounds, **SMALL)
+        dpjax.sweep(X, y, method="random_trees", epsilon=[1.0, 0.0], seeds=2, bounds=bounds,
+                    **SMALL)
     for bad in (0, [], [1.5], True, "1"):
         with pytest.raises(ValueError, match="seeds"):
-            dpjax.sweep(X, y, epsilon=SWEEP_EPS, seeds=bad, bounds=bounds, **SMALL)
+            dpjax.sweep(X, y, method="random_trees", epsilon=SWEEP_EPS, seeds=bad, bounds=bounds,
+                        **SMALL)
 
 
 def test_sweep_default_seed_is_fresh_entropy(toy_xy):

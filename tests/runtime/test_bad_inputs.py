@@ -115,7 +115,8 @@ FIT_ERRORS = [
 def test_fit_rejects(data, case):
     X, y = data
     _, change, error, pattern = case
-    kwargs = dict(X=X, y=y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL) | change(X, y)
+    kwargs = dict(X=X, y=y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0,
+                  **SMALL) | change(X, y)
     with pytest.raises(error, match=pattern):
         dpjax.fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
 
@@ -127,7 +128,8 @@ SWEEP_ERRORS = [c for c in FIT_ERRORS if c[0] != "ε list" and not c[0].startswi
 def test_sweep_rejects_what_fit_rejects(data, case):
     X, y = data
     _, change, error, pattern = case
-    kwargs = dict(X=X, y=y, epsilon=1.0, bounds=BOUNDS, seeds=1, **SMALL) | change(X, y)
+    kwargs = dict(X=X, y=y, method="random_trees", epsilon=1.0, bounds=BOUNDS, seeds=1,
+                  **SMALL) | change(X, y)
     with pytest.raises(error, match=pattern):
         dpjax.sweep(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
 
@@ -144,7 +146,8 @@ def test_sweep_rejects_what_fit_rejects(data, case):
 def test_sweep_specific_rejections(data, change, pattern):
     X, y = data
     with pytest.raises(ValueError, match=pattern):
-        dpjax.sweep(X, y, bounds=BOUNDS, **({"epsilon": 1.0, "seeds": 1} | change), **SMALL)
+        dpjax.sweep(X, y, method="random_trees", bounds=BOUNDS,
+                    **({"epsilon": 1.0, "seeds": 1} | change), **SMALL)
 
 
 @pytest.mark.slow
@@ -163,12 +166,12 @@ def test_memory_guard_refuses_huge_models_instead_of_running_out(data, monkeypat
     X, y = data
     monkeypatch.setenv("DPJAX_MEMORY_LIMIT_GB", "0.5")
     with pytest.raises(ValueError, match=r"n_trees=10000, depth=12.*GiB"):
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
     with pytest.raises(ValueError, match="GiB"):
         dpjax.fit(X, y, method="malpha", epsilon=1.0, bounds=BOUNDS, n_trees=2, depth=20)
     with pytest.raises(ValueError, match="models at once"):
-        dpjax.sweep(X, y, epsilon=list(np.geomspace(0.1, 10, 200)), bounds=BOUNDS,
-                    n_trees=300, depth=12)
+        dpjax.sweep(X, y, method="random_trees", epsilon=list(np.geomspace(0.1, 10, 200)),
+                    bounds=BOUNDS, n_trees=300, depth=12)
 
 
 def test_many_models_at_once_count_the_shared_codes_once(monkeypatch):
@@ -200,7 +203,7 @@ def test_limits_are_checked_before_any_work_on_the_data(data, monkeypatch):
     monkeypatch.setenv("DPJAX_MEMORY_LIMIT_GB", "0.5")
     X, y = data
     with pytest.raises(ValueError, match="GiB"):
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, n_trees=10_000, depth=12)
     monkeypatch.setattr(dpjax.LEARNERS["boosted"], "row_limit",
                             lambda self, private, n, regression=False: 10)
     with pytest.raises(ValueError, match="at most 10 rows"):
@@ -212,13 +215,15 @@ def test_a_public_size_equal_to_the_row_count_is_warned_under_add_remove(data):
     fixed-size study), not under replace-one (where the size is public anyway)."""
     X, y = data
     with pytest.warns(UserWarning, match="publishes it"):
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X), **SMALL)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0,
+                  public_size=len(X), **SMALL)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", dpjax.FixedKeyWarning)     # key=0: an experiment
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X),
-                  neighbouring="replace_one", **SMALL)
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, public_size=len(X) + 5, **SMALL)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0,
+                  public_size=len(X), neighbouring="replace_one", **SMALL)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0,
+                  public_size=len(X) + 5, **SMALL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,7 +234,7 @@ def test_a_public_size_equal_to_the_row_count_is_warned_under_add_remove(data):
 @pytest.fixture(scope="module")
 def model(data):
     X, y = data
-    return dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
+    return dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
 
 
 PREDICT_ERRORS = [
@@ -257,7 +262,8 @@ def test_score_rejects_mismatched_labels(data, model):
     X, y = data
     with pytest.raises(ValueError, match="one label per row"):
         model.score(X, y[:-1])
-    sweep = dpjax.sweep(X, y, epsilon=[1.0, 2.0], seeds=1, bounds=BOUNDS, **SMALL)
+    sweep = dpjax.sweep(X, y, method="random_trees", epsilon=[1.0, 2.0], seeds=1, bounds=BOUNDS,
+                        **SMALL)
     with pytest.raises(ValueError, match="one label per row"):
         sweep.score(X, y[:-1])
 
@@ -266,12 +272,12 @@ def test_prediction_clips_out_of_bounds_values_and_codes_unseen_categories(data)
     """Documented: prediction spends no budget, so values outside the bounds are clipped and
     unknown categories take the "other" code, with a warning."""
     X, y = data
-    model = dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
+    model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
     with pytest.warns(OutOfBoundsWarning):
         assert model.predict(X + 5.0).shape == (40,)
     Xc = X.assign(c=["u", "v"] * 20)
-    categorical = dpjax.fit(Xc, y, epsilon=1.0, bounds={**BOUNDS, "c": ["u", "v"]}, key=0,
-                            **SMALL)
+    categorical = dpjax.fit(Xc, y, method="random_trees", epsilon=1.0,
+                            bounds={**BOUNDS, "c": ["u", "v"]}, key=0, **SMALL)
     with pytest.warns(OutOfBoundsWarning, match="other"):
         assert categorical.predict(Xc.assign(c="never seen")).shape == (40,)
 
@@ -321,7 +327,7 @@ def test_no_warning_escapes_as_an_error_for_valid_input(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", dpjax.FixedKeyWarning)     # key=0: an experiment
-        dpjax.fit(X, y, epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=BOUNDS, key=0, **SMALL)
 
 
 def test_requests_a_learner_cannot_serve_are_refused_before_compiling(data, monkeypatch):

@@ -114,7 +114,7 @@ def test_score_refuses_labels_outside_the_classes():
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(300, 2))
     y = (X[:, 0] > 0.5).astype(int)
-    model = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0)
+    model = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0)
     assert 0.0 <= model.score(X, y) <= 1.0
     with pytest.raises(ValueError, match="outside the declared classes"):
         model.score(X, y + 1)
@@ -225,8 +225,8 @@ def test_bounds_for_every_column_says_a_text_column_is_read_as_missing(tmp_path,
                               "numbers") and '{"column": {"categories": [...]}}' in err
         assert "north" not in err and "south" not in err and "200" not in err
     with pytest.raises(ValueError, match="column 'region'"):      # the Python API agrees
-        dpjax.fit(frame.drop(columns="outcome"), frame["outcome"], epsilon=1.0,
-                  bounds=(0, 100), classes=("no", "yes"), key=0)
+        dpjax.fit(frame.drop(columns="outcome"), frame["outcome"], method="random_trees",
+                  epsilon=1.0, bounds=(0, 100), classes=("no", "yes"), key=0)
     declared = tmp_path / "declared.json"
     declared.write_text(json.dumps({"age": [0, 100],
                                     "region": {"categories": ["north", "south"]}}))
@@ -246,15 +246,16 @@ def test_a_stray_cell_in_a_numeric_column(tmp_path, capsys, patients):
     X, y = odd.drop(columns="outcome"), odd["outcome"]
     bounds = {"age": (0, 100), "region": ["north", "south"]}
     with pytest.raises(ValueError) as error:
-        dpjax.fit(X, y, epsilon=1.0, bounds=bounds, classes=("no", "yes"), key=0)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=bounds, classes=("no", "yes"),
+                  key=0)
     message = str(error.value)
     assert "column 'age' is declared numeric (bounds (0, 100)) but is typed as text" in message
     assert "pd.to_numeric" in message and "missing=['age']" in message
     assert "declare its categories" in message and "is categorical:" not in message
     assert "oops" not in message and "?" not in message and "7" not in message
     fixed = X.assign(age=pd.to_numeric(X["age"], errors="coerce"))
-    model = dpjax.fit(fixed, y, epsilon=1.0, bounds=bounds, classes=("no", "yes"),
-                      missing=["age"], key=0)
+    model = dpjax.fit(fixed, y, method="random_trees", epsilon=1.0, bounds=bounds,
+                      classes=("no", "yes"), missing=["age"], key=0)
     assert model.privacy.private
 
     from dpjax.__main__ import _declared_bounds, read_csv

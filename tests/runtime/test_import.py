@@ -42,7 +42,8 @@ def test_the_first_compile_turns_the_persistent_cache_on(tmp_path):
         import dpjax, jax
         before = jax.config.jax_compilation_cache_dir
         X = np.random.default_rng(0).uniform(0, 1, (50, 2)); y = (X[:, 0] > 0.5).astype(int)
-        dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, n_trees=2, depth=2)
+        dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0, n_trees=2,
+                  depth=2)
         print(json.dumps({"before": before, "after": jax.config.jax_compilation_cache_dir,
                           "scipy": "scipy" in sys.modules}))
     """

@@ -54,9 +54,10 @@ def test_a_record_moves_each_tree_by_at_most_its_weight(data):
 @pytest.mark.slow
 def test_weighted_fits_spend_the_same_budget_and_learn(data):
     X, y = data
-    plain = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, prior_share=0.0, **FOREST)
-    weighted = dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, prior_share=0.0,
-                         sample_weight=np.linspace(0.5, 1, len(y)), **FOREST)
+    plain = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0,
+                      prior_share=0.0, **FOREST)
+    weighted = dpjax.fit(X, y, method="random_trees", epsilon=1.0, bounds=(0, 1), key=0,
+                         prior_share=0.0, sample_weight=np.linspace(0.5, 1, len(y)), **FOREST)
     assert weighted.privacy.entries == plain.privacy.entries
     assert weighted.score(X, y) > 0.7
 

@@ -170,7 +170,8 @@ def test_one_device_is_the_default_fit():
     rng = np.random.default_rng(1)
     X = np.clip(rng.normal(size=(300, 3)), -3, 3)
     y = (X[:, 0] > 0).astype(int)
-    kw = dict(bounds=([-3.0] * 3, [3.0] * 3), epsilon=1.0, key=3, n_trees=2, depth=2)
+    kw = dict(method="random_trees", bounds=([-3.0] * 3, [3.0] * 3), epsilon=1.0, key=3,
+              n_trees=2, depth=2)
     a = dpjax.fit(X, y, **kw)
     b = dpjax.fit(X, y, devices=1, **kw)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))

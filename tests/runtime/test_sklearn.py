@@ -45,7 +45,8 @@ def test_fit_predict_matches_dpjax_fit(banknote):
     train, test = stratified_split(y, 0.3, 0)
     clf = DPRandomTreesClassifier(epsilon=1.0, bounds=bounds, random_state=3)
     clf.fit(X.iloc[train], y[train])
-    model = dpjax.fit(X.iloc[train], y[train], epsilon=1.0, bounds=bounds, key=3)
+    model = dpjax.fit(X.iloc[train], y[train], method="random_trees", epsilon=1.0, bounds=bounds,
+                      key=3)
     np.testing.assert_array_equal(clf.predict(X.iloc[test]), model.predict(X.iloc[test]))
     np.testing.assert_allclose(clf.predict_proba(X.iloc[test]), model.predict_proba(X.iloc[test]))
     np.testing.assert_array_equal(clf.classes_, [0, 1])

@@ -19,7 +19,6 @@ from dpjax.ensembles.newton.model import (
 )
 from dpjax.ensembles.newton.rounds import RESIDUAL_CLIP_FLOOR
 from dpjax.ensembles.newton.schedule import (
-    MANY_FEATURES,
     NOISES,
     SHAPES,
     Frame,
@@ -77,10 +76,11 @@ class Boosted(Learner):
     released gain; ``"random"``: the leaves of a random-structure tree; ``"oblivious"``: the
     ``2**depth`` leaves of a private oblivious tree, each level's split drawn by
     permute-and-flip with a share ``split_share`` of the round, at most ``oblivious_trees``;
-    ``"auto"``, the default: the cyclic shape unless its public schedule cannot afford one
-    pass over the features, and oblivious trees on 64 features or more where two are
-    affordable) whose noisy gradient/hessian sums give shrunk Newton moves. Numeric bins are
-    merged into coarser steps where the data is small for the noise (``cell_signal``).
+    ``"auto"``, the default: oblivious trees where the budget affords all ``oblivious_trees``
+    of them, or two on 16 features or more; else the cyclic shape unless its public schedule
+    cannot afford one pass over the features, then random trees) whose noisy gradient/hessian
+    sums give shrunk Newton moves. Numeric bins are merged into coarser steps where the data is
+    small for the noise (``cell_signal``).
     ``learning_rate``, ``regularisation``, ``min_signal``, ``cell_signal`` and
     ``split_share`` are traced
     (sweepable); the number of rounds is a public function of ``ε``, ``δ``, the feature count
@@ -274,8 +274,7 @@ class Boosted(Learner):
         return per_code * m * n
 
     def may_grow_oblivious(self, n_features: int) -> bool:
-        """Whether a fit on ``n_features`` features may boost oblivious trees:
-        ``shape="oblivious"``, or ``"auto"`` on :data:`~dpjax.ensembles.newton.schedule.
-        MANY_FEATURES` features or more."""
-        return self.shape == "oblivious" or (self.shape == "auto"
-                                             and n_features >= MANY_FEATURES)
+        """Whether a fit may boost oblivious trees: ``shape="oblivious"`` or ``"auto"`` (on
+        any number of features, :func:`~dpjax.ensembles.newton.schedule.
+        auto_uses_oblivious`)."""
+        return self.shape in ("oblivious", "auto")

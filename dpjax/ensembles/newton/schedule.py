@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from dpjax.ensembles.newton.config import Boosted
 
 SHAPES = ("auto", "cyclic", "random", "oblivious")
+UNCAPPED = 2**20
+"""A schedule's cap where its uncapped rounds are wanted (:func:`auto_uses_oblivious`)."""
 NOISES = ("auto", "laplace", "gaussian")
 SCOUT_SHARE = 0.02
 """With ``noise="auto"`` at ``δ > 0``, the share of ``ε`` of a first release of the class
@@ -70,10 +72,11 @@ total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε`
 AUTO_OBLIVIOUS_ROUNDS = 2
 """``shape="auto"`` with :data:`MANY_FEATURES` features or more boosts oblivious trees where
 their public schedule affords at least this many (:func:`auto_uses_oblivious`)."""
-MANY_FEATURES = 64
-"""``shape="auto"`` considers oblivious trees from this many features up (a one-hot matrix,
-say): a pass of cyclic rounds splits the budget this many ways, while an oblivious tree's
-``2**d`` cells combine ``d`` chosen features (:func:`auto_uses_oblivious`)."""
+MANY_FEATURES = 16
+"""``shape="auto"`` on this many features or more boosts oblivious trees where two are
+affordable: a pass of cyclic rounds splits the budget this many ways, while an oblivious
+tree's ``2**d`` cells combine ``d`` chosen features (:func:`auto_uses_oblivious`; 64 until
+issue 52: 16 measured better on the shared datasets at ``ε = 1``, vote, qsar, creditcardsmall)."""
 
 
 def active_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, cells: ArrayLike,
@@ -145,16 +148,24 @@ def oblivious_rounds(epsilon: ArrayLike, prior: ArrayLike, size: ArrayLike, dept
                          min_signal=min_signal, delta=delta, gaussian=gaussian)
 
 
-def auto_uses_oblivious(trees: jax.Array, shape: str) -> jax.Array:
-    """Whether the fit boosts private oblivious trees: ``shape="oblivious"``, or ``"auto"`` with
-    at least :data:`MANY_FEATURES` features (static) where the oblivious schedule
-    (:func:`oblivious_rounds`, public) affords :data:`AUTO_OBLIVIOUS_ROUNDS` trees (never with
-    ``oblivious_trees=1``): below that, data too small for the budget, a level's draw is close
-    to uniform and the cyclic rounds measured better
-    (``experiments/results/private_boosting.md``)."""
+def auto_uses_oblivious(affordable: jax.Array, n_features: int, most: int,
+                        shape: str) -> jax.Array:
+    """Whether the fit boosts private oblivious trees: ``shape="oblivious"``, or ``"auto"``
+    where the oblivious schedule (:func:`oblivious_rounds`, public; ``affordable`` its rounds
+    before the cap ``most = oblivious_trees``) affords
+
+    * :data:`AUTO_OBLIVIOUS_ROUNDS` trees on :data:`MANY_FEATURES` features or more (never
+      with ``oblivious_trees=1``): below that, data too small for the budget, a level's draw
+      is close to uniform and the cyclic rounds measured better;
+    * or, on fewer features, all ``most`` trees: a rich budget, where one cyclic pass (an
+      additive model of one Newton step per feature) stops short and the trees learn the
+      interactions (banknote at ``ε = 10``: 0.974 against 0.908, transfusion 0.774 against
+      0.754; issue 52, ``experiments/results/private_boosting.md``)."""
     if shape != "auto":
         return jnp.asarray(shape == "oblivious")
-    return trees >= AUTO_OBLIVIOUS_ROUNDS
+    if n_features >= MANY_FEATURES:
+        return jnp.minimum(affordable, most) >= AUTO_OBLIVIOUS_ROUNDS
+    return affordable >= most
 
 
 def auto_uses_random(cyclic_rounds: jax.Array, n_features: int, shape: str) -> jax.Array:
@@ -308,12 +319,11 @@ class Frame:
     @property
     def shapes(self) -> tuple[str, ...]:
         """The shapes a round may take: the config's, or for ``"auto"`` the cyclic, random
-        and (on :data:`MANY_FEATURES` features or more, two classes) oblivious ones."""
+        and (two classes) oblivious ones."""
         shape = self.config.shape
         if shape != "auto":
             return (shape,)
-        many = self.config.may_grow_oblivious(self.n_features) and not self.fallback
-        return ("cyclic", "random", "oblivious") if many else ("cyclic", "random")
+        return ("cyclic", "random") if self.fallback else ("cyclic", "random", "oblivious")
 
     @property
     def has_cyclic(self) -> bool:
@@ -521,12 +531,14 @@ def noise_schedule(frame: Frame, kind: str, epsilon: ArrayLike, prior: ArrayLike
     use_oblivious = jnp.asarray(False)
     depth = config.depth
     if frame.has_oblivious:
-        trees = oblivious_rounds(
-            epsilon, prior, size, depth, frame.oblivious_trees, share=traced["split_share"],
+        affordable = oblivious_rounds(   # before the cap: how rich the budget is
+            epsilon, prior, size, depth, UNCAPPED, share=traced["split_share"],
             min_signal=min_signal / frame.boost, delta=frame.schedule_delta,
             gaussian=kind == "gaussian")
-        use_oblivious = auto_uses_oblivious(trees, config.shape)
-        rounds = jnp.where(use_oblivious, trees, rounds)
+        use_oblivious = auto_uses_oblivious(affordable, frame.n_features,
+                                            frame.oblivious_trees, config.shape)
+        rounds = jnp.where(use_oblivious, jnp.minimum(affordable, frame.oblivious_trees),
+                           rounds)
         use_random = use_random & ~use_oblivious
     whole = round_budget_at(frame, kind, epsilon, prior, rounds)
     if frame.has_oblivious:   # a tree's round is its leaves' release and d level draws
