@@ -62,6 +62,9 @@ class Config:
 
 CONFIGS = [
     Config("boosted", "Newton defaults (shape auto)", dict()),
+    Config("boosted", "Newton defaults, auto takes an oblivious tree (all affordable: "
+           "oblivious_trees=1, d=2, min_signal tiny)",
+           dict(oblivious_trees=1, depth=2, min_signal=1e-3)),
     Config("boosted", "Newton, cyclic shape", dict(shape="cyclic")),
     Config("boosted", "random shape, T=2, d=2", dict(shape="random", n_trees=2, depth=2)),
     Config("boosted", "random shape, T=60, d=1, δ=1e-5 (optimal split)",
@@ -88,6 +91,9 @@ CONFIGS = [
            dict(shape="random", n_trees=2, depth=1, min_signal=1e-3), n_classes=3),
     Config("boosted", "softmax, 3 classes, defaults at 6 rows (mostly the fallback)", dict(),
            n_classes=3),
+    Config("boosted", "softmax, 3 classes, auto: random trees unless all n_trees=64 "
+           "affordable (d=1, min_signal 0.05)",
+           dict(n_trees=64, depth=1, min_signal=0.05), n_classes=3),
     Config("boosted", "softmax, 3 classes, cyclic, outlier mislabelled (p_y ≈ 0)",
            dict(shape="cyclic", min_signal=1e-3), n_classes=3, record=([1.0, 1.0], 0)),
     Config("boosted", "regression, cyclic (min_signal tiny: every round)",

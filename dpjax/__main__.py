@@ -288,13 +288,14 @@ def ledger_lines(ledger: dpjax.PrivacyLedger, room: int) -> list[str]:
     heading and the first releases that fit (a release's wrapped lines kept together), a line
     counting the others, then its totals."""
     def table(entries: tuple) -> list[str]:
-        printed = str(dataclasses.replace(ledger, entries=entries)).splitlines()
+        printed = str(dataclasses.replace(ledger, entries=entries, plan="")).splitlines()
         return ["  " + line for line in printed if not line.lstrip().startswith(TOTALS)]
 
     printed = ["  " + line for line in str(ledger).splitlines()]
     if len(printed) <= room:
         return printed
-    totals = [line for line in printed if line.lstrip().startswith(TOTALS)]
+    totals = ["  " + line for line in ledger.plan_lines()] + [
+        line for line in printed if line.lstrip().startswith(TOTALS)]
     entries = ledger.entries
     keep = max((k for k in range(len(entries))
                 if len(table(entries[:k])) + 1 + len(totals) <= room), default=0)

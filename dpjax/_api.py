@@ -195,14 +195,16 @@ def fit(
             prepared.traced_values(), prepared.size_value(), None, *weights)
     options = compiler_options(prepared.public_work(epsilon is not None), args,
                                prepared.config.cpu_compile)
+    plan = None
     if prepared.config.planned:     # the schedule, the plan on the host, then the growth
         run = fit_planned(prepared, epsilon is not None, args, options,
                           lambda compiled, *a: to_local(run_timed(compiled, *a)))
         fitted, costs, compile_s, run_s = run.params, run.costs, run.compile_s, run.run_s
+        plan = run.plans
     else:
         compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
         (fitted, costs), run_s = to_local(run_timed(compiled, *args))
-    ledger = ledger_of(prepared, epsilon, costs)
+    ledger = ledger_of(prepared, epsilon, costs, plan=plan)
     if accountant is not None:
         accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
     # the compiled calls: the rows' binning on their device, the fit's programs
@@ -292,7 +294,7 @@ def sweep(
                        seeds_by_map, points_by_map)
     # each seed's model has its own ledger (its releases may differ: a schedule read off a
     # released size); the grid point reports the seed that spent the most
-    every = seed_ledgers(prepared, grid, configs, run.costs, len(seeds))
+    every = seed_ledgers(prepared, grid, configs, run.costs, len(seeds), run.plans)
     if accountant is not None:
         for point, row in zip(grid, every, strict=True):
             for seed, ledger in zip(seeds, row, strict=True):
@@ -301,7 +303,7 @@ def sweep(
     return Sweep(configs, jax.device_put(run.params), grid, seeds, prepared.spec,
                  prepared.classes, ledgers, Timings(run.compile_s + prepared.encoding[0],
                                                     run.run_s + prepared.encoding[1]),
-                 prepared.target)
+                 prepared.target, tuple(tuple(row) for row in every))
 
 
 PARALLEL = ("auto", "vmap", "map")
@@ -320,11 +322,12 @@ def sweep_layout(parallel: str) -> tuple[bool, bool]:
 
 
 def seed_ledgers(prepared: Any, grid: Sequence[dict[str, Any]], configs: Sequence[Learner],
-                 costs: Any, n_seeds: int) -> list[list[Any]]:
+                 costs: Any, n_seeds: int, plans: Any = None) -> list[list[Any]]:
     """Every model's ledger ``[grid][seeds]`` from the sweep's stacked costs (leaves
-    ``[grid, seeds, ...]``): one transfer to the host, and one ledger per grid point and
-    *distinct* row of costs (seeds whose releases cost the same share it), so that host time
-    grows with the distinct costs, not with the number of models."""
+    ``[grid, seeds, ...]``) and a planned learner's ``plans [seeds][grid]``: one transfer to
+    the host, and one ledger per grid point and *distinct* row of costs and plan (seeds whose
+    releases cost the same under one plan share it), so that host time grows with the
+    distinct costs, not with the number of models."""
     host = jax.device_get(costs)
     leaves = jax.tree.leaves(host)
     flat = np.concatenate([np.asarray(leaf, np.float64).reshape(len(grid), n_seeds, -1)
@@ -332,11 +335,15 @@ def seed_ledgers(prepared: Any, grid: Sequence[dict[str, Any]], configs: Sequenc
         (len(grid), n_seeds, 0))
     every = []
     for i, (point, config) in enumerate(zip(grid, configs, strict=True)):
-        _, first, inverse = np.unique(flat[i], axis=0, return_index=True, return_inverse=True)
-        distinct = [ledger_of(prepared, point["epsilon"],
-                              jax.tree.map(lambda a, i=i, j=j: a[i, j], host), config)
-                    for j in first]
-        every.append([distinct[k] for k in np.asarray(inverse).reshape(-1)])
+        row = [None if plans is None else plans[j][i] for j in range(n_seeds)]
+        first: dict[tuple, Any] = {}
+        for j in range(n_seeds):
+            distinct = (flat[i, j].tobytes(), row[j])
+            if distinct not in first:
+                first[distinct] = ledger_of(prepared, point["epsilon"],
+                                            jax.tree.map(lambda a, i=i, j=j: a[i, j], host),
+                                            config, row[j])
+        every.append([first[(flat[i, j].tobytes(), row[j])] for j in range(n_seeds)])
     return every
 
 

@@ -180,7 +180,9 @@ class Sweep(_Configured):
 
     ``params`` has leading axes ``[len(grid), len(seeds)]``; ``grid[i]`` is the dict of traced
     settings (``epsilon``, ...) of row ``i``, ``configs[i]`` its learner config and
-    ``ledgers[i]`` its privacy ledger.
+    ``ledgers[i]`` its privacy ledger (its seeds' largest); ``model_ledgers[i][j]`` is the
+    ledger of seed ``j``'s model alone (its own releases and plan), which
+    :meth:`model` gives the model.
     """
 
     configs: tuple[Learner, ...]
@@ -192,6 +194,7 @@ class Sweep(_Configured):
     ledgers: tuple[PrivacyLedger, ...]
     timings: Timings
     target: tuple[float, float] | None = None
+    model_ledgers: tuple[tuple[PrivacyLedger, ...], ...] = ()
 
     @property
     def config(self) -> Learner:
@@ -210,8 +213,9 @@ class Sweep(_Configured):
             raise IndexError(f"sweep[{i}, {j}] is outside the sweep's {rows} grid point(s) x "
                              f"{columns} seed(s)")
         params = jax.tree.map(lambda a: a[i, j], self.params)
-        return Model(self.configs[i], params, self.spec, self.classes, self.ledgers[i],
-                     self.timings, self.target)
+        ledger = self.model_ledgers[i][j] if self.model_ledgers else self.ledgers[i]
+        return Model(self.configs[i], params, self.spec, self.classes, ledger, self.timings,
+                     self.target)
 
     def __getitem__(self, index: int | tuple[int, int]) -> Model:
         """``sweep[i, j]``: the model of grid point ``i`` and seed index ``j``; ``sweep[k]``:

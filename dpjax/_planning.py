@@ -47,6 +47,8 @@ class Run:
     costs: Any
     compile_s: float
     run_s: float
+    plans: Any = None
+    """A planned learner's plan (a fit's; a sweep's ``[seeds][points]``), else ``None``."""
 
 
 def fit_planned(prepared: Prepared, private: bool, args: tuple, options: dict[str, Any],
@@ -68,7 +70,7 @@ def fit_planned(prepared: Prepared, private: bool, args: tuple, options: dict[st
     compiled, grow_compile = compile_cached(grow_fn, grow_key, *grow_args, options=options)
     (params, costs), grow_run = run(compiled, *grow_args)
     return Run(params, _merged(to_local(schedule_costs), costs),
-               schedule_compile + grow_compile, schedule_run + grow_run)
+               schedule_compile + grow_compile, schedule_run + grow_run, plan)
 
 
 def schedule_options(args: tuple) -> dict[str, Any]:
@@ -216,7 +218,7 @@ def sweep_models(prepared: Prepared, private: bool, keys: jax.Array,
                      _take(source, (rows, columns)))
     if schedule_costs is not None:
         costs = _merged(jax.tree.map(lambda a: np.swapaxes(a, 0, 1), schedule_costs), costs)
-    return Run(params, costs, compile_s, run_s)
+    return Run(params, costs, compile_s, run_s, plans if config.planned else None)
 
 
 def _group_program(prepared: Prepared, private: bool, plan: Hashable, traced: tuple[str, ...],

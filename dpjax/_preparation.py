@@ -517,21 +517,23 @@ def check_task(task: str, config: Learner, classes: Any, y_bounds: Any) -> bool:
 
 
 def ledger_of(prepared: Prepared, epsilon: float | None, costs: Any,
-              config: Learner | None = None) -> PrivacyLedger:
+              config: Learner | None = None, plan: Any = None) -> PrivacyLedger:
     """The model's ledger: the preparation's entries, then one per cost the fit returned (what
-    its mechanisms spent), then the configuration's non-private parts."""
+    its mechanisms spent), then the configuration's non-private parts; a planned learner's
+    ``plan`` in words (:meth:`~dpjax.learner.Learner.plan_text`)."""
     if epsilon is None:
         return prepared.ledger
-    return compose_ledger(prepared.ledger, config or prepared.config, epsilon, costs)
+    return compose_ledger(prepared.ledger, config or prepared.config, epsilon, costs, plan)
 
 
 def compose_ledger(start: PrivacyLedger, config: Learner, epsilon: float,
-                   costs: Any) -> PrivacyLedger:
+                   costs: Any, plan: Any = None) -> PrivacyLedger:
     """``start``'s entries, then one per cost a fit of ``config`` at ``epsilon`` returned (what
-    its mechanisms spent), then the configuration's non-private parts; refuses
-    (``RuntimeError``) a total above the request."""
-    ledger = dataclasses.replace(start, requested_epsilon=epsilon,
-                                 composition=config.composition).with_costs(costs)
+    its mechanisms spent), then the configuration's non-private parts, and the ``plan`` the
+    fit took (``None``: none); refuses (``RuntimeError``) a total above the request."""
+    ledger = dataclasses.replace(
+        start, requested_epsilon=epsilon, composition=config.composition,
+        plan="" if plan is None else config.plan_text(plan)).with_costs(costs)
     for what in config.not_private():
         ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,
                                            private=False))

@@ -135,7 +135,9 @@ class Fitter:
     def ledger(self, costs: Any, epsilon: float) -> PrivacyLedger:
         """Host: one model's ledger, composed from the ``costs`` its fit at ``epsilon``
         returned (concrete values); ``ValueError`` when they spend more than ``epsilon`` (or
-        the fitter's ``δ``): the fit ran at another budget."""
+        the fitter's ``δ``): the fit ran at another budget. A planned learner's pure fit
+        decides its plan in its program, so this ledger has no plan line (``dpjax.fit``'s
+        names the plan it settled on the host, :attr:`~dpjax.privacy.PrivacyLedger.plan`)."""
         epsilon = check_epsilon(epsilon)
         start = PrivacyLedger(neighbouring=self.neighbouring, requested_epsilon=epsilon,
                               requested_delta=self.delta)

@@ -214,6 +214,11 @@ class Learner:
         model: such a plan masks instead)."""
         raise NotImplementedError(f"{self.name} settles no plan")
 
+    def plan_text(self, plan: Any) -> str:
+        """A settled ``plan`` in words, for the model's ledger (:attr:`dpjax.privacy.
+        PrivacyLedger.plan`): what the public schedule chose."""
+        return str(plan)
+
     def grow(self, plan: Any, key: jax.Array, codes: jax.Array, y: jax.Array,
              epsilon: jax.Array | None, context: FitContext, released: Any,
              **traced: jax.Array) -> tuple[Any, Any]:

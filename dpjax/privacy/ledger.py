@@ -66,6 +66,9 @@ class PrivacyLedger:
     requested_epsilon: float | None = None
     requested_delta: float = 0.0
     composition: str = "basic"
+    plan: str = ""
+    """The public plan the fit took, in words (a planned learner's: ``boosted``'s shape and
+    noise); empty for the others."""
 
     def record(self, entry: LedgerEntry) -> PrivacyLedger:
         """A new ledger with ``entry`` appended."""
@@ -203,6 +206,13 @@ class PrivacyLedger:
                 raise ValueError(f"release {e.what!r} is (eps, delta)-DP without a zCDP rho")
         return zcdp_to_dp(zcdp_rho(entries), delta), delta
 
+    def plan_lines(self) -> list[str]:
+        """The printed ``plan:`` line (wrapped at 96 characters), or none."""
+        if not self.plan:
+            return []
+        return textwrap.wrap(f"plan: {self.plan}", 96, initial_indent="  ",
+                             subsequent_indent="    ")
+
     def __str__(self) -> str:
         relation = {"add_remove": "add/remove-one", "replace_one": "replace-one"}
         lines = [f"Privacy ledger ({relation[self.neighbouring]} neighbouring datasets)"]
@@ -220,6 +230,7 @@ class PrivacyLedger:
                          (cell[k] if k < len(cell) else "").rjust(w)
                          for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
                 lines.append("  " + "  ".join(cells).rstrip())
+        lines += self.plan_lines()
         if self.private:
             asked = f"{self.requested_epsilon:.4g}"
             route = {"zcdp": "zCDP", "advanced": "advanced", "optimal": "optimal"}.get(

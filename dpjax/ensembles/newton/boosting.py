@@ -25,12 +25,14 @@ e.g. Maddock et al. 2022, for the ingredients):
      The round's budget is split: a share ``split_share`` over the ``d`` draws, the rest to
      the leaves (:func:`split_round`); at most ``oblivious_trees`` rounds
      (:func:`oblivious_rounds`);
-   * ``shape="auto"`` (the default): the oblivious shape where its schedule affords all
-     ``oblivious_trees`` trees (a rich budget: one cyclic pass stops short and the trees learn
-     interactions), or two trees with at least :data:`MANY_FEATURES` features
+   * ``shape="auto"`` (the default): with two classes the oblivious shape where its schedule
+     affords all ``oblivious_trees`` trees (a rich budget: one cyclic pass stops short and the
+     trees learn interactions), or two trees with at least :data:`MANY_FEATURES` features
      (:func:`auto_uses_oblivious`); else the cyclic shape, or the random one where the cyclic
-     schedule cannot afford one pass over the features (:func:`auto_uses_random`). Each a
-     public function of ``ε``, ``δ``, the feature count and the released size.
+     schedule cannot afford one pass over the features, and with more than two classes also
+     where the random schedule does not afford all ``n_trees`` (:func:`auto_uses_random`).
+     Each a public function of ``ε``, ``δ``, the feature count, the classes and the released
+     size; the ledger names the plan taken.
 
    **Resolution**: a numeric feature's ``B`` equal-width bins are merged into ``K`` runs of
    adjacent bins (:func:`merged_cells`), ``K`` the most cells whose average ``ñ/K`` keeps

@@ -154,7 +154,7 @@ class Boosted(Learner):
         :data:`~dpjax.privacy.fixed_point.WIDE_MAX_ROWS`; oblivious trees of 18 levels or
         more, private or not, fewer (:func:`dpjax.trees.oblivious.wide_row_limit`)."""
         limits = [fixed_point.WIDE_MAX_ROWS] if private else []
-        if self.may_grow_oblivious(n_features):
+        if self.may_grow_oblivious(private, regression):
             limits.append(wide_row_limit(self.depth))
         return min(limits, default=None)
 
@@ -175,6 +175,16 @@ class Boosted(Learner):
         (:func:`~dpjax.ensembles.newton.schedule.settle`)."""
         return settle(Frame.of(self, len(context.n_codes_per_feature), context, private),
                       released, batched)
+
+    def plan_text(self, plan: Plan) -> str:
+        """The shape and noise a fit's public schedule took (its rounds: the ledger's; none
+        where the ledger shows the fallback's second release of the prior), and whether
+        ``shape="auto"`` chose the shape: the ledger's plan line."""
+        shape = {"cyclic": "cyclic rounds (one feature's bins each)",
+                 "random": "random-structure trees", "oblivious": "private oblivious trees"}
+        how = ("; the shape chosen by shape='auto' from epsilon, delta, the features, the "
+               "classes and the released size" if self.shape == "auto" else "")
+        return f"{shape[plan.shape]}, {plan.noise.capitalize()} noise{how}"
 
     def grow(self, plan: Plan, key: jax.Array, codes: jax.Array, y: jax.Array,
              epsilon: jax.Array | None, context: FitContext, released: Schedule,
@@ -264,17 +274,20 @@ class Boosted(Learner):
         their stacked copy): ``2**(d−1)`` cells of ``n·max_codes``, one set per chunk of rows
         past :data:`~dpjax.privacy.fixed_point.MAX_ROWS` (:func:`dpjax.trees.oblivious.
         level_utility`); 0 when no oblivious tree may grow."""
-        if not self.may_grow_oblivious(n):
+        if not self.may_grow_oblivious():
             return 0.0
         return 16.0 * fixed_point.chunk_count(m) * 2 ** (self.depth - 1) * n * max_codes
 
     def shared_footprint(self, m: int, n: int) -> float:
         """The codes' copies (:meth:`footprint`): every model of a sweep reads the same."""
-        per_code = 8.0 if self.may_grow_oblivious(n) else 2.0 + (self.shape != "random")
+        per_code = 8.0 if self.may_grow_oblivious() else 2.0 + (self.shape != "random")
         return per_code * m * n
 
-    def may_grow_oblivious(self, n_features: int) -> bool:
-        """Whether a fit may boost oblivious trees: ``shape="oblivious"`` or ``"auto"`` (on
-        any number of features, :func:`~dpjax.ensembles.newton.schedule.
-        auto_uses_oblivious`)."""
-        return self.shape in ("oblivious", "auto")
+    def may_grow_oblivious(self, private: bool = True, regression: bool = False) -> bool:
+        """Whether a fit may boost oblivious trees: ``shape="oblivious"``, or ``"auto"`` in a
+        private fit of classes (:func:`~dpjax.ensembles.newton.schedule.auto_uses_oblivious`;
+        without DP ``"auto"`` is cyclic, a regression's shapes are cyclic or random). The
+        memory estimates (:meth:`footprint`) count them for every ``"auto"`` fit: an upper
+        bound for more than two classes."""
+        return self.shape == "oblivious" or (self.shape == "auto" and private
+                                             and not regression)

@@ -426,7 +426,7 @@ def grow(frame: Frame, plan: Plan, key: jax.Array, codes: jax.Array, y: jax.Arra
     elif frame.has_random:
         leaf = jnp.where(use_random, moves[:n_trees, :2**depth], 0.0)
         trees = DenseTree(feature=feature, threshold=threshold, leaf=leaf)
-        if frame.has_oblivious:   # "auto" on many features: the oblivious trees where taken
+        if frame.has_oblivious:   # "auto": the oblivious trees where taken
             k = max(n_trees, frame.oblivious_trees)
             trees = jax.tree.map(
                 lambda o, t: jnp.where(use_oblivious, o, jnp.pad(

@@ -301,15 +301,15 @@ def test_schedule_is_a_function_of_public_quantities_only():
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_two_datasets_of_one_shape_get_the_same_schedule_and_costs(delta):
     """Two datasets of the same shape but different values (the released size noised by the
-    same key), ``noise="auto"``: the same releases, the same costs. The Laplace plan makes one
-    pass: at ε = 0.5 on ñ ≈ 400 rows (cells of 8, min_signal 4) ``⌊(ε − ε_0)·ñ/32⌋ = 5``
-    rounds, at most the 3 features; at ε = 8 three too (at ``δ > 0`` the Gaussian plan does
-    not pay for 3 rounds)."""
+    same key), ``noise="auto"``, the cyclic shape: the same releases, the same costs. The
+    Laplace plan makes one pass: at ε = 0.5 on ñ ≈ 400 rows (cells of 8, min_signal 4)
+    ``⌊(ε − ε_0)·ñ/32⌋ = 5`` rounds, at most the 3 features; at ε = 8 three too (at ``δ > 0``
+    the Gaussian plan does not pay for 3 rounds)."""
     other_codes, other_y = planted(seed=9, flip=0.4)
     for epsilon in (0.5, 8.0):
         costs = [fit_newton_boosted(jax.random.key(0), jnp.asarray(c), jnp.asarray(y),
                                     jnp.float32(epsilon), n_codes_per_feature=N_CODES,
-                                    delta=delta, noise="auto")[1]
+                                    delta=delta, noise="auto", shape="cyclic")[1]
                  for c, y in ((CODES, Y), (other_codes, other_y))]
         chex.assert_trees_all_equal(costs[0], costs[1])
         labels = {PRIOR_LABEL, LAPLACE_ROUNDS} | ({SCOUT_LABEL, GAUSSIAN_ROUNDS} if delta > 0
@@ -325,24 +325,35 @@ def test_two_datasets_of_one_shape_get_the_same_schedule_and_costs(delta):
 def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_a_pass():
     """``shape="auto"`` reads the public schedule only: at ε = 0.05 on 400 rows the cyclic
     shape affords one round for three features, so the fit boosts random trees (the table is
-    empty, the rounds are the random schedule's); at ε = 8 it makes one cyclic pass (the
-    Laplace plan's, at δ = 0)."""
+    empty, the rounds are the random schedule's); at ε = 3 it makes one cyclic pass (the
+    Laplace plan's, at δ = 0; five oblivious trees affordable, not all eight); at ε = 8 the
+    budget affords all eight oblivious trees. With more than two classes, random trees also
+    where their schedule affords fewer than ``n_trees``."""
     assert list(inspect.signature(auto_uses_random).parameters) == [
-        "cyclic_rounds", "n_features", "shape"]
-    assert bool(auto_uses_random(jnp.float32(2.0), 3, "auto"))
-    assert not bool(auto_uses_random(jnp.float32(3.0), 3, "auto"))
-    assert not bool(auto_uses_random(jnp.float32(1.0), 3, "cyclic"))
+        "cyclic_rounds", "trees", "n_features", "most", "multi", "shape"]
+    twenty = jnp.float32(20.0)
+    assert bool(auto_uses_random(jnp.float32(2.0), twenty, 3, 20, False, "auto"))
+    assert not bool(auto_uses_random(jnp.float32(3.0), twenty, 3, 20, False, "auto"))
+    assert not bool(auto_uses_random(jnp.float32(1.0), twenty, 3, 20, False, "cyclic"))
+    assert not bool(auto_uses_random(jnp.float32(3.0), jnp.float32(19.0), 3, 20, False,
+                                     "auto"))
+    assert bool(auto_uses_random(jnp.float32(3.0), jnp.float32(19.0), 3, 20, True, "auto"))
+    assert not bool(auto_uses_random(jnp.float32(3.0), twenty, 3, 20, True, "auto"))
     codes, y = jnp.asarray(CODES), jnp.asarray(Y)
     small, small_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(0.05),
                                             n_codes_per_feature=N_CODES)
     assert np.all(np.asarray(small.table) == 0) and np.any(np.asarray(small.trees.leaf) != 0)
     live = np.asarray(small_costs[LAPLACE_ROUNDS].epsilon) > 0
     assert 1 <= live.sum() <= 20 and not live[20:].any()       # at most the 20 random trees
-    large, large_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(8.0),
+    large, large_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(3.0),
                                             n_codes_per_feature=N_CODES)
     assert np.all(np.asarray(large.trees.leaf) == 0) and np.any(np.asarray(large.table) != 0)
     assert int((np.asarray(large_costs[LAPLACE_ROUNDS].epsilon) > 0).sum()) == 3
     assert np.mean(np.asarray(newton_decision(large, codes) > 0) == Y) > 0.6
+    rich, rich_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(8.0),
+                                          n_codes_per_feature=N_CODES)
+    assert np.all(np.asarray(rich.table) == 0) and np.any(np.asarray(rich.trees.leaf) != 0)
+    assert int((np.asarray(rich_costs[SELECT_LABEL].epsilon) > 0).any(axis=1).sum()) == 8
     # at ε = 0.05 on 400 rows one fit is mostly noise (accuracy 0.46-0.72 over keys); over 40
     # keys the mean accuracy (0.58; sd of one fit ~0.1, of the mean ~0.016) beats the majority
     # class (0.52) by more than three standard errors
@@ -433,13 +444,13 @@ def test_sweep_groups_models_by_plan_and_each_equals_its_single_pure_fit():
     of seed ``j`` is exactly the learner's pure fit (every plan compiled, decided per round by
     ``lax.cond``) with its own noise key and the seed's shared structure key (and the model's
     ordered codes, which the fit merges), on both sides of the auto shape's switch (few rounds
-    at the small ε: random trees; a full cyclic pass at the large one)."""
+    at the small ε: random trees; a full cyclic pass at the larger one)."""
     from dpjax._keys import grid_keys
 
     assert Boosted().planned
     X = pd.DataFrame((CODES + 0.5) / 8, columns=["a", "b", "c"])
     fit = dict(method="boosted", bounds={c: (0.0, 1.0) for c in X.columns}, n_bins=8)
-    sweep = dpjax.sweep(X, Y, epsilon=[0.02, 5.0], learning_rate=[0.5, 1.0], seeds=2, **fit)
+    sweep = dpjax.sweep(X, Y, epsilon=[0.02, 3.0], learning_rate=[0.5, 1.0], seeds=2, **fit)
     spec = sweep.spec
     assert spec.n_ordered.tolist() == [8, 8, 8]     # numeric: the fit may merge their bins
     # the learner's own fit, jitted once: the model's context (its ordered codes included)
@@ -540,7 +551,7 @@ def test_private_fit_merges_ordered_bins_where_the_data_is_small_for_the_noise(m
     codes[rng.uniform(size=codes.shape) < 0.05] = 8
     model, _ = fit_newton_boosted(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
                                   jnp.float32(epsilon), n_codes_per_feature=np.full(3, 9),
-                                  n_ordered=np.full(3, 8))
+                                  n_ordered=np.full(3, 8), shape="cyclic")
     for row in np.asarray(model.table):
         ordered, missing = row[:8], row[8]
         k = len(np.unique(ordered))
@@ -619,14 +630,16 @@ def test_gaussian_pays_for_many_rounds_only(pure_rounds, gaussian_rounds, pays):
     (150, 30, 0.1, 1e-6, "laplace"), (20_000, 30, 1.0, 0.0, "laplace")])
 def test_auto_noise_releases_the_rounds_with_the_plan_that_pays(m, n_features, epsilon, delta,
                                                                 chosen):
-    """``noise="auto"``: at ``δ > 0`` a scout count picks the plan, both are drawn and the
-    unused one costs nothing. 20,000 rows of 30 features at ε = 1 afford a 30-round pass
-    either way, past the 12.9 rounds from which the Gaussian pays: Gaussian rounds. A
+    """``noise="auto"`` (cyclic rounds): at ``δ > 0`` a scout count picks the plan, both are
+    drawn and the unused one costs nothing. 20,000 rows of 30 features at ε = 1 afford a
+    30-round pass either way, past the 12.9 rounds from which the Gaussian pays: Gaussian
+    rounds. A
     3-feature pass (3 rounds) or 150 rows at ε = 0.1 (one round): Laplace rounds. At
     ``δ = 0`` the Laplace plan alone exists, and no scout."""
     codes, y = planted(m=m, seed=11, n_features=n_features)
     _, costs = fit_newton_boosted(jax.random.key(0), jnp.asarray(codes), jnp.asarray(y),
                                   jnp.float32(epsilon), delta=delta, noise="auto",
+                                  shape="cyclic",
                                   n_codes_per_feature=np.full(n_features, 8, np.int32))
     kinds = ("laplace", "gaussian") if delta > 0 else ("laplace",)
     scout = {SCOUT_LABEL} if delta > 0 else set()

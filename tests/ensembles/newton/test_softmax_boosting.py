@@ -84,7 +84,8 @@ def test_softmax_boosting_learns_three_classes(three_classes, shape):
     assert proba.shape == (1000, 3)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
     # Bayes rate 0.933; random trees split the one useful feature where their structure does
-    assert model.score(X[2000:], y[2000:]) > (0.65 if shape == "random" else 0.8)
+    # ("auto" takes them at ε = 1 on 2,000 rows: their schedule affords fewer than n_trees)
+    assert model.score(X[2000:], y[2000:]) > (0.8 if shape == "cyclic" else 0.65)
     assert 1.0 * (1 - 2e-3) <= model.privacy.epsilon <= 1.0
     entries = {e.what: e for e in model.privacy.entries}
     assert "3 classes" in entries[ROUND_LABELS["laplace"]].mechanism
@@ -96,7 +97,9 @@ def test_sweep_and_estimator_serve_three_classes(three_classes):
     sweep = dpjax.sweep(X[:2000], y[:2000], method="boosted", epsilon=[0.5, 5.0], seeds=[0, 1],
                         bounds=(0.0, 1.0), classes=["low", "mid", "high"])
     accuracy = sweep.score(X[2000:], y[2000:])
-    assert accuracy.shape == (2, 2) and accuracy.min() > 0.7
+    # ε = 0.5: random trees ("auto": fewer affordable than n_trees; 0.58-0.67 on this toy of
+    # one useful feature, where a cyclic pass isolates it); ε = 5: the cyclic pass
+    assert accuracy.shape == (2, 2) and accuracy[0].min() > 0.55 and accuracy[1].min() > 0.85
     assert all(ledger.epsilon <= point["epsilon"]
                for point, ledger in zip(sweep.grid, sweep.ledgers, strict=True))
     from dpjax.sklearn import DPBoostedTreesClassifier

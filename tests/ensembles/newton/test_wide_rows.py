@@ -149,7 +149,10 @@ def test_the_row_limit_is_wide_for_every_private_fit():
         assert limit < wide and chunks * 2 ** (depth - 1) * 256 < 2**31
         assert (chunks + 1) * 2 ** (depth - 1) * 256 >= 2**31
         assert Boosted(shape="oblivious", depth=depth).row_limit(True, 5) == limit
-        assert Boosted(depth=depth).row_limit(False, MANY_FEATURES) == limit
+        assert Boosted(depth=depth).row_limit(True, MANY_FEATURES) == limit
+        # without DP, or for a regression, "auto" grows no oblivious tree
+        assert Boosted(depth=depth).row_limit(False, MANY_FEATURES) is None
+        assert Boosted(depth=depth).row_limit(True, 5, regression=True) == wide
     with pytest.raises(ValueError, match="boosted regression fits at most 268435455 rows"):
         _preparation.check_limits(Boosted(shape="random"), shape, 10, 1, 1, private=True,
                                   regression=True)
