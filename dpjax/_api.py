@@ -335,15 +335,15 @@ def seed_ledgers(prepared: Any, grid: Sequence[dict[str, Any]], configs: Sequenc
         (len(grid), n_seeds, 0))
     every = []
     for i, (point, config) in enumerate(zip(grid, configs, strict=True)):
-        row = [None if plans is None else plans[j][i] for j in range(n_seeds)]
-        first: dict[tuple, Any] = {}
-        for j in range(n_seeds):
-            distinct = (flat[i, j].tobytes(), row[j])
-            if distinct not in first:
-                first[distinct] = ledger_of(prepared, point["epsilon"],
-                                            jax.tree.map(lambda a, i=i, j=j: a[i, j], host),
-                                            config, row[j])
-        every.append([first[(flat[i, j].tobytes(), row[j])] for j in range(n_seeds)])
+        plan = [None if plans is None else plans[j][i] for j in range(n_seeds)]
+        keys = [(flat[i, j].tobytes(), plan[j]) for j in range(n_seeds)]
+        distinct: dict[tuple, Any] = {}
+        for j, key in enumerate(keys):
+            if key not in distinct:
+                distinct[key] = ledger_of(prepared, point["epsilon"],
+                                          jax.tree.map(lambda a, i=i, j=j: a[i, j], host),
+                                          config, plan[j])
+        every.append([distinct[key] for key in keys])
     return every
 
 

@@ -71,8 +71,9 @@ SCOUT_MARGIN = 3.0
 total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε``, the total's
 ``2Δ/ε``), so that small data does not take the Gaussian route by a noisy overcount."""
 AUTO_OBLIVIOUS_ROUNDS = 2
-"""``shape="auto"`` with :data:`MANY_FEATURES` features or more boosts oblivious trees where
-their public schedule affords at least this many (:func:`auto_uses_oblivious`)."""
+"""``shape="auto"`` boosts oblivious trees only where their public schedule affords at least
+this many: with :data:`MANY_FEATURES` features or more from this many, with fewer from all
+``oblivious_trees`` (:func:`auto_uses_oblivious`)."""
 MANY_FEATURES = 16
 """``shape="auto"`` on this many features or more boosts oblivious trees where two are
 affordable: a pass of cyclic rounds splits the budget this many ways, while an oblivious
