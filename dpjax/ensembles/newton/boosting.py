@@ -28,7 +28,8 @@ e.g. Maddock et al. 2022, for the ingredients):
    * ``shape="auto"`` (the default): with two classes the oblivious shape where its schedule
      affords all ``oblivious_trees`` trees (a rich budget: one cyclic pass stops short and the
      trees learn interactions), or two trees with at least :data:`MANY_FEATURES` features
-     (:func:`auto_uses_oblivious`); else the cyclic shape, or the random one where the cyclic
+     (:func:`auto_uses_oblivious`), where a code threshold serves most features
+     (:func:`threshold_served`); else the cyclic shape, or the random one where the cyclic
      schedule cannot afford one pass over the features, and with more than two classes also
      where the random schedule does not afford all ``n_trees`` (:func:`auto_uses_random`).
      Each a public function of ``ε``, ``δ``, the feature count, the classes and the released

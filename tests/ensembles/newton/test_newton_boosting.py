@@ -36,6 +36,7 @@ from dpjax.ensembles.newton.schedule import (
     noise_kinds,
     resolution_cells,
     split_round,
+    threshold_served,
 )
 from dpjax.learner import FitContext
 from dpjax.learners import Boosted
@@ -817,6 +818,28 @@ def test_auto_shape_boosts_oblivious_trees_where_the_budget_affords_them(m, epsi
                                    jnp.asarray(y), jnp.float32(epsilon),
                                    n_codes_per_feature=n_codes[:8])
     assert bool(np.any(np.asarray(narrow[SELECT_LABEL].epsilon) > 0)) == few
+
+
+@pytest.mark.parametrize(("wide", "oblivious"), [(0, True), (7, True), (8, False), (16, False)])
+def test_auto_shape_takes_no_oblivious_tree_where_most_features_have_many_categories(
+        wide, oblivious):
+    """An oblivious level splits a feature's codes at one threshold: ``"auto"`` grows oblivious
+    trees only where a threshold serves more than half the features (numeric ones, and
+    categorical ones of at most ``THRESHOLD_CODES`` codes). The 6,000-row, 16-feature fit of
+    :func:`test_auto_shape_boosts_oblivious_trees_where_the_budget_affords_them` with ``wide``
+    of its indicator features declared with 6 categorical codes (public facts only: the data
+    are the same) takes oblivious trees with 7 such features (9 of 16 served), not with 8."""
+    codes, y = planted(m=6000, seed=3, n_features=MANY_FEATURES)
+    codes = (codes > 3).astype(np.uint8)
+    n_codes = np.where(np.arange(MANY_FEATURES) < MANY_FEATURES - wide, 2, 6).astype(np.int32)
+    assert threshold_served(tuple(n_codes), (0,) * MANY_FEATURES) == MANY_FEATURES - wide
+    _, costs = fit_newton_boosted(jax.random.key(1), jnp.asarray(codes), jnp.asarray(y),
+                                  jnp.float32(1.0), n_codes_per_feature=n_codes)
+    assert (SELECT_LABEL in costs) == oblivious   # compiled without them
+    if oblivious:
+        assert bool(np.any(np.asarray(costs[SELECT_LABEL].epsilon) > 0))
+    # numeric features are served whatever their bins
+    assert threshold_served((34, 34, 6), (32, 32, 0)) == 2
 
 
 def test_oblivious_fit_is_a_function_of_its_key():
