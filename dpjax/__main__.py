@@ -52,7 +52,13 @@ def title(method: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="dpjax", description=plain(__doc__ or ""))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["budget"]:
+        budget_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(prog="dpjax", description=plain(__doc__ or ""),
+                                     epilog="dpjax budget show PATH_OR_URL: a stored privacy "
+                                     "budget's spends (dpjax budget --help)")
     parser.add_argument("--dataset", default="banknote",
                         help=f"registered dataset (shipped: {', '.join(dpjax.data.EMBEDDED)})")
     parser.add_argument("--data-dir", default=None, help="directory of <name>.csv.gz files")
@@ -75,6 +81,55 @@ def main(argv: list[str] | None = None) -> None:
         run(args)
     except (ValueError, FileNotFoundError) as error:   # a usage error: one line, no traceback
         parser.exit(2, f"dpjax: error: {error}\n")
+
+
+def budget_main(argv: list[str]) -> None:
+    """``dpjax budget show PATH_OR_URL``: a stored budget's terms, every spend (time, label,
+    method, tag, ``ε``, ``δ``; ``--ledgers``: each spend's ledger), its open reservations and
+    what is left (:class:`dpjax.BudgetAccountant`)."""
+    parser = argparse.ArgumentParser(prog="dpjax budget",
+                                     description="Inspect a stored privacy budget.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    show = commands.add_parser("show", help="list a stored budget's spends")
+    show.add_argument("store", help="an SQLite file or a postgresql:// URL")
+    show.add_argument("--name", default=None,
+                      help="the budget's name in the store (default: every budget)")
+    show.add_argument("--ledgers", action="store_true", help="print every spend's ledger")
+    args = parser.parse_args(argv)
+    try:
+        names = ([args.name] if args.name is not None
+                 else dpjax.BudgetAccountant.budgets(args.store))
+        for index, name in enumerate(names):
+            accountant = dpjax.BudgetAccountant(store=args.store, name=name)
+            print(("\n" if index else "") + "\n".join(budget_lines(accountant, args.ledgers)))
+    except ValueError as error:        # a store error: one line, no traceback
+        parser.exit(2, f"dpjax budget: error: {error}\n")
+
+
+def budget_lines(accountant: dpjax.BudgetAccountant, ledgers: bool) -> list[str]:
+    """A stored budget as the CLI prints it."""
+    spent, left = accountant.total(), accountant.remaining()
+    lines = [f"budget {accountant.name!r} in {accountant.store}: (epsilon, delta) = "
+             f"({accountant.epsilon:g}, {accountant.delta:g}), {accountant.composition} "
+             f"composition, {accountant.neighbouring or 'any'} neighbouring",
+             f"spent ({spent[0]:.6g}, {spent[1]:.3g}); remaining ({left[0]:.6g}, "
+             f"{left[1]:.3g})"]
+    spends, reserved = accountant.spends, accountant.reserved
+    rows = [(s.time, s.label, s.method, s.tag, f"{s.ledger.epsilon:.6g}",
+             f"{s.ledger.delta:.3g}") for s in spends]
+    rows += [(r.time, f"{r.label} (reserved: in progress, or its process died)", r.method,
+              r.tag, f"{r.epsilon:.6g}", f"{r.delta:.3g}") for r in reserved]
+    header = ("time (UTC)", "label", "method", "tag", "epsilon", "delta")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in [header, *rows]]
+    if not rows:
+        lines.append("(no spends)")
+    if ledgers:
+        for spend in spends:
+            lines += ["", f"{spend.time}  {spend.label}", textwrap.indent(str(spend.ledger),
+                                                                         "  ")]
+    return lines
 
 
 def _budgets(text: str) -> list[float | None]:

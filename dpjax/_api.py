@@ -51,6 +51,7 @@ from dpjax.privacy import (
     check_epsilon,
     check_neighbouring,
 )
+from dpjax.privacy.accountant import reserve
 
 __all__ = ["clear_caches", "fit", "sweep"]
 
@@ -159,58 +160,61 @@ def fit(
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
     check_release_settings([epsilon], check_delta(delta), key is not None)
-    if accountant is not None:
-        accountant.check(epsilon, delta, neighbouring=neighbouring)
-    chosen_devices = resolve_devices(devices)
-    key = shared_key(chosen_devices, as_key(key))
-    # several processes: every process's rows (one gather, for the checks and the padding)
-    counts = (process_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
-              else None)
-    fit_epsilon, bounds_costs, released_columns = epsilon, {}, ()
-    private_bounds = wants_private_bounds(bounds)
-    if private_bounds and spans_processes(chosen_devices):
-        raise ValueError("bounds='private' reads one process's rows: with devices of several "
-                         "processes declare the bounds")
-    if private_bounds:
-        check_private_bounds_request(epsilon, delta, on_out_of_bounds)
-        bounds, fit_epsilon, bounds_costs, released_columns = release_bounds(
-            jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
-            SENSITIVITY[check_neighbouring(neighbouring)])
-    # a tenth of the records lie outside a released 5%-95% range: its columns clip silently
-    prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
-                       n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
-                       neighbouring=neighbouring, params=params, public_size=public_size,
-                       delta=delta, sample_weight=sample_weight, task=task, y_bounds=y_bounds,
-                       pad=True, process_rows=counts,
-                       devices=1 if chosen_devices is None else local_device_count(
-                           chosen_devices), released=released_columns)
-    if bounds_costs:
-        prepared = dataclasses.replace(prepared,
-                                       ledger=prepared.ledger.with_costs(bounds_costs))
-    fn, cache_key = prepared.fit_fn(private=epsilon is not None)
-    arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
-                                             (prepared.weights,))
-    codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=prepared.rows)
-    args = (key, codes, labels, jax.device_put(np.float32(fit_epsilon or 1.0)),
-            prepared.traced_values(), prepared.size_value(), None, *weights)
-    options = compiler_options(prepared.public_work(epsilon is not None), args,
-                               prepared.config.cpu_compile)
-    plan = None
-    if prepared.config.planned:     # the schedule, the plan on the host, then the growth
-        run = fit_planned(prepared, epsilon is not None, args, options,
-                          lambda compiled, *a: to_local(run_timed(compiled, *a)))
-        fitted, costs, compile_s, run_s = run.params, run.costs, run.compile_s, run.run_s
-        plan = run.plans
-    else:
-        compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
-        (fitted, costs), run_s = to_local(run_timed(compiled, *args))
-    ledger = ledger_of(prepared, epsilon, costs, plan=plan)
-    if accountant is not None:
-        accountant.spend(ledger, f"{prepared.config.name} at epsilon {epsilon:g}")
-    # the compiled calls: the rows' binning on their device, the fit's programs
-    return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
-                 Timings(compile_s + prepared.encoding[0], run_s + prepared.encoding[1]),
-                 prepared.target)
+    # the request is reserved before any work and closed with the ledger before the model
+    # is returned; a fit that fails gives it back (dpjax.privacy.accountant)
+    name = getattr(method, "name", str(method))
+    label = "" if epsilon is None else f"{name} at epsilon {epsilon:g}"
+    with reserve(accountant, epsilon, delta, neighbouring=neighbouring, method=name,
+                 label=label) as reservation:
+        chosen_devices = resolve_devices(devices)
+        key = shared_key(chosen_devices, as_key(key))
+        # several processes: every process's rows (one gather, for the checks and the padding)
+        counts = (process_rows(chosen_devices, np.shape(X)[0]) if spans_processes(chosen_devices)
+                  else None)
+        fit_epsilon, bounds_costs, released_columns = epsilon, {}, ()
+        private_bounds = wants_private_bounds(bounds)
+        if private_bounds and spans_processes(chosen_devices):
+            raise ValueError("bounds='private' reads one process's rows: with devices of several "
+                             "processes declare the bounds")
+        if private_bounds:
+            check_private_bounds_request(epsilon, delta, on_out_of_bounds)
+            bounds, fit_epsilon, bounds_costs, released_columns = release_bounds(
+                jax.random.fold_in(key, BOUNDS_STREAM), X, bounds, epsilon, bounds_share,
+                SENSITIVITY[check_neighbouring(neighbouring)])
+        # a tenth of the records lie outside a released 5%-95% range: its columns clip silently
+        prepared = prepare(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
+                           n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
+                           neighbouring=neighbouring, params=params, public_size=public_size,
+                           delta=delta, sample_weight=sample_weight, task=task, y_bounds=y_bounds,
+                           pad=True, process_rows=counts,
+                           devices=1 if chosen_devices is None else local_device_count(
+                               chosen_devices), released=released_columns)
+        if bounds_costs:
+            prepared = dataclasses.replace(prepared,
+                                           ledger=prepared.ledger.with_costs(bounds_costs))
+        fn, cache_key = prepared.fit_fn(private=epsilon is not None)
+        arrays = (prepared.codes, prepared.y) + (() if prepared.weights is None else
+                                                 (prepared.weights,))
+        codes, labels, *weights = shard_rows(chosen_devices, *arrays, n_rows=prepared.rows)
+        args = (key, codes, labels, jax.device_put(np.float32(fit_epsilon or 1.0)),
+                prepared.traced_values(), prepared.size_value(), None, *weights)
+        options = compiler_options(prepared.public_work(epsilon is not None), args,
+                                   prepared.config.cpu_compile)
+        plan = None
+        if prepared.config.planned:     # the schedule, the plan on the host, then the growth
+            run = fit_planned(prepared, epsilon is not None, args, options,
+                              lambda compiled, *a: to_local(run_timed(compiled, *a)))
+            fitted, costs, compile_s, run_s = run.params, run.costs, run.compile_s, run.run_s
+            plan = run.plans
+        else:
+            compiled, compile_s = compile_cached(fn, cache_key, *args, options=options)
+            (fitted, costs), run_s = to_local(run_timed(compiled, *args))
+        ledger = ledger_of(prepared, epsilon, costs, plan=plan)
+        reservation.commit([(ledger, label)], name)
+        # the compiled calls: the rows' binning on their device, the fit's programs
+        return Model(prepared.config, fitted, prepared.spec, prepared.classes, ledger,
+                     Timings(compile_s + prepared.encoding[0], run_s + prepared.encoding[1]),
+                     prepared.target)
 
 
 def sweep(
@@ -277,33 +281,35 @@ def sweep(
                     for point in grid)
     seeds = seed_list(seeds)
     seeds_by_map, points_by_map = sweep_layout(parallel)
-    if accountant is not None:
-        accountant.check([g["epsilon"] for g in grid], delta, count=len(seeds),
-                         neighbouring=neighbouring)
-    prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
-                       bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
-                       on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
-                       params=params, public_size=public_size, delta=delta,
-                       batch=1 if points_by_map else len(grid),    # one seed's models
-                       task=task, y_bounds=y_bounds, pad=True)
-    encoded = [prepared.traced_values(config) for config in configs]
-    points = {n: np.stack([np.asarray(e[n]) for e in encoded]) for n in traced_names}
-    points["epsilon"] = np.asarray([g["epsilon"] or 1.0 for g in grid], np.float32)
-    # every model's schedule, the plans on the host, one vectorised program per plan
-    run = sweep_models(prepared, private, seed_keys(seeds), points, prepared.size_value(),
-                       seeds_by_map, points_by_map)
-    # each seed's model has its own ledger (its releases may differ: a schedule read off a
-    # released size); the grid point reports the seed that spent the most
-    every = seed_ledgers(prepared, grid, configs, run.costs, len(seeds), run.plans)
-    if accountant is not None:
-        for point, row in zip(grid, every, strict=True):
-            for seed, ledger in zip(seeds, row, strict=True):
-                accountant.spend(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
-    ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
-    return Sweep(configs, jax.device_put(run.params), grid, seeds, prepared.spec,
-                 prepared.classes, ledgers, Timings(run.compile_s + prepared.encoding[0],
-                                                    run.run_s + prepared.encoding[1]),
-                 prepared.target, tuple(tuple(row) for row in every))
+    name = getattr(method, "name", str(method))
+    # every model's request reserved before any work, closed with its ledger (fit's comment)
+    with reserve(accountant, [g["epsilon"] for g in grid], delta, count=len(seeds),
+                 neighbouring=neighbouring, method=name,
+                 label=f"sweep {name}: {len(grid)} point(s) x {len(seeds)} seed(s)"
+                 ) as reservation:
+        prepared = prepare(X, y, method=method, epsilon=max(epsilons) if private else None,
+                           bounds=bounds, classes=classes, n_bins=n_bins, missing=missing,
+                           on_out_of_bounds=on_out_of_bounds, neighbouring=neighbouring,
+                           params=params, public_size=public_size, delta=delta,
+                           batch=1 if points_by_map else len(grid),    # one seed's models
+                           task=task, y_bounds=y_bounds, pad=True)
+        encoded = [prepared.traced_values(config) for config in configs]
+        points = {n: np.stack([np.asarray(e[n]) for e in encoded]) for n in traced_names}
+        points["epsilon"] = np.asarray([g["epsilon"] or 1.0 for g in grid], np.float32)
+        # every model's schedule, the plans on the host, one vectorised program per plan
+        run = sweep_models(prepared, private, seed_keys(seeds), points, prepared.size_value(),
+                           seeds_by_map, points_by_map)
+        # each seed's model has its own ledger (its releases may differ: a schedule read off a
+        # released size); the grid point reports the seed that spent the most
+        every = seed_ledgers(prepared, grid, configs, run.costs, len(seeds), run.plans)
+        reservation.commit([(ledger, f"sweep {prepared.config.name} {point} seed {seed}")
+                            for point, row in zip(grid, every, strict=True)
+                            for seed, ledger in zip(seeds, row, strict=True)], prepared.config.name)
+        ledgers = tuple(max(row, key=lambda ledger: ledger.epsilon) for row in every)
+        return Sweep(configs, jax.device_put(run.params), grid, seeds, prepared.spec,
+                     prepared.classes, ledgers, Timings(run.compile_s + prepared.encoding[0],
+                                                        run.run_s + prepared.encoding[1]),
+                     prepared.target, tuple(tuple(row) for row in every))
 
 
 PARALLEL = ("auto", "vmap", "map")

@@ -79,6 +79,7 @@ from dpjax.learner import unit_interval
 from dpjax.learners import Learner, get_learner
 from dpjax.mechanisms import laplace_mechanism
 from dpjax.privacy import BudgetAccountant, LedgerEntry, PrivacyLedger, check_epsilon
+from dpjax.privacy.accountant import reserve
 from dpjax.privacy.rounding import round_down
 
 __all__ = ["CHUNK", "MECHANISM", "SPREAD", "SearchSpace", "search_space", "stopping_count",
@@ -587,59 +588,62 @@ def tune(
     """
     checked = None if epsilon is None else check_epsilon(epsilon)
     check_release_settings([checked], 0.0, key is not None)
-    if accountant is not None and checked is not None:
-        accountant.check(checked, 0.0, neighbouring=neighbouring)
-    chosen = selection(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
-                       key=key, candidates=candidates, validation_share=validation_share,
-                       stop_probability=stop_probability, neighbouring=neighbouring,
-                       n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
-                       params=params)
-    epsilon, epsilon_c, base = chosen.epsilon, chosen.epsilon_c, chosen.part.config
-    compile_total = run_total = 0.0
-    best: tuple[Any, ...] | None = None
-    for index in range(math.ceil(chosen.runs / CHUNK)):
-        chunk = chosen.chunk(index)
-        compile_total, run_total = compile_total + chunk.compile_s, run_total + chunk.run_s
-        for slot in range(min(CHUNK, chosen.runs - index * CHUNK)):   # later slots: discarded
-            decoded = chunk.values[slot]
-            config = base.replace(**decoded)
-            # the run's releases by basic composition (δ = 0), from the costs its mechanisms
-            # reported (a NaN cost, a budget beyond the sampler, is a ValueError here)
-            spent = chosen.part.ledger.with_costs(
-                jax.tree.map(lambda a, s=slot: a[s], chunk.costs)).epsilon
-            if np.isnan(chunk.score_epsilons[slot]):
-                raise ValueError("epsilon is too small: the validation count's noise at "
-                                 "epsilon/3 is beyond the exact sampler's range")
-            if not (chunk.score_epsilons[slot] <= epsilon_c and spent <= epsilon_c):
-                raise RuntimeError(f"internal error: a run spent ({spent!r}, "
-                                   f"{chunk.score_epsilons[slot]!r}) > {epsilon_c!r}")
-            score = chunk.scores[slot]
-            if best is None or score > best[0]:        # ties: the earlier run
-                best = (score, config, jax.tree.map(lambda a, s=slot: a[s], chunk.params),
-                        index * CHUNK + slot + 1, decoded)
-    assert best is not None
-    score, config, fitted, _, decoded = best
-    values = ", ".join(f"{n}={v:.4g}" if isinstance(v, float) else f"{n}={v!r}"
-                       for n, v in decoded.items())
-    # K and the chosen run's index stay secret: the theorem covers the best (candidate,
-    # model, score) with K summed over; released with it, they would cost up to K·ε_c
-    entry = LedgerEntry(
-        what=(f"hyper-parameter selection: best noisy validation count of K runs (K "
-              f"geometric, stopping probability {chosen.stop_probability:.4g}, kept secret), "
-              f"each {epsilon_c:.4g}-DP (a fit on the training part + its correct count on "
-              f"the validation part, discrete Laplace; i.i.d. coins, validation share "
-              f"{chosen.validation_share:g}); chosen:"
-              + (f" {values}," if values else "") + f" noisy count {score:.0f}"),
-        mechanism=MECHANISM, epsilon=3.0 * epsilon_c)
-    ledger = dataclasses.replace(chosen.prepared.ledger, requested_epsilon=epsilon).record(entry)
-    for what in config.not_private():
-        ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,
-                                           private=False))
-    if ledger.private and ledger.epsilon > epsilon:
-        raise RuntimeError(f"internal error: tune spent {ledger.epsilon!r} > {epsilon!r}")
-    if accountant is not None:
-        accountant.spend(ledger, f"tune {base.name} at epsilon {epsilon:g}")
-    # the run time grows with K (chunks of runs): it is not reported
-    del run_total
-    return Model(config, fitted, chosen.prepared.spec, chosen.prepared.classes, ledger,
-                 Timings(compile_total, math.nan))
+    name = getattr(method, "name", str(method))
+    # the request reserved before any work, closed with the ledger (dpjax.fit's comment)
+    label = "" if checked is None else f"tune {name} at epsilon {checked:g}"
+    with reserve(accountant, checked, 0.0, neighbouring=neighbouring, method=name,
+                 label=label) as reservation:
+        chosen = selection(X, y, method=method, epsilon=epsilon, bounds=bounds, classes=classes,
+                           key=key, candidates=candidates, validation_share=validation_share,
+                           stop_probability=stop_probability, neighbouring=neighbouring,
+                           n_bins=n_bins, missing=missing, on_out_of_bounds=on_out_of_bounds,
+                           params=params)
+        epsilon, epsilon_c, base = chosen.epsilon, chosen.epsilon_c, chosen.part.config
+        compile_total = run_total = 0.0
+        best: tuple[Any, ...] | None = None
+        for index in range(math.ceil(chosen.runs / CHUNK)):
+            chunk = chosen.chunk(index)
+            compile_total, run_total = compile_total + chunk.compile_s, run_total + chunk.run_s
+            for slot in range(min(CHUNK, chosen.runs - index * CHUNK)):   # later slots: discarded
+                decoded = chunk.values[slot]
+                config = base.replace(**decoded)
+                # the run's releases by basic composition (δ = 0), from the costs its mechanisms
+                # reported (a NaN cost, a budget beyond the sampler, is a ValueError here)
+                spent = chosen.part.ledger.with_costs(
+                    jax.tree.map(lambda a, s=slot: a[s], chunk.costs)).epsilon
+                if np.isnan(chunk.score_epsilons[slot]):
+                    raise ValueError("epsilon is too small: the validation count's noise at "
+                                     "epsilon/3 is beyond the exact sampler's range")
+                if not (chunk.score_epsilons[slot] <= epsilon_c and spent <= epsilon_c):
+                    raise RuntimeError(f"internal error: a run spent ({spent!r}, "
+                                       f"{chunk.score_epsilons[slot]!r}) > {epsilon_c!r}")
+                score = chunk.scores[slot]
+                if best is None or score > best[0]:        # ties: the earlier run
+                    best = (score, config, jax.tree.map(lambda a, s=slot: a[s], chunk.params),
+                            index * CHUNK + slot + 1, decoded)
+        assert best is not None
+        score, config, fitted, _, decoded = best
+        values = ", ".join(f"{n}={v:.4g}" if isinstance(v, float) else f"{n}={v!r}"
+                           for n, v in decoded.items())
+        # K and the chosen run's index stay secret: the theorem covers the best (candidate,
+        # model, score) with K summed over; released with it, they would cost up to K·ε_c
+        entry = LedgerEntry(
+            what=(f"hyper-parameter selection: best noisy validation count of K runs (K "
+                  f"geometric, stopping probability {chosen.stop_probability:.4g}, kept secret), "
+                  f"each {epsilon_c:.4g}-DP (a fit on the training part + its correct count on "
+                  f"the validation part, discrete Laplace; i.i.d. coins, validation share "
+                  f"{chosen.validation_share:g}); chosen:"
+                  + (f" {values}," if values else "") + f" noisy count {score:.0f}"),
+            mechanism=MECHANISM, epsilon=3.0 * epsilon_c)
+        ledger = dataclasses.replace(chosen.prepared.ledger,
+                                     requested_epsilon=epsilon).record(entry)
+        for what in config.not_private():
+            ledger = ledger.record(LedgerEntry(what=what, mechanism="none", epsilon=0.0,
+                                               private=False))
+        if ledger.private and ledger.epsilon > epsilon:
+            raise RuntimeError(f"internal error: tune spent {ledger.epsilon!r} > {epsilon!r}")
+        reservation.commit([(ledger, label)], name)
+        # the run time grows with K (chunks of runs): it is not reported
+        del run_total
+        return Model(config, fitted, chosen.prepared.spec, chosen.prepared.classes, ledger,
+                     Timings(compile_total, math.nan))

@@ -36,24 +36,54 @@ search's ``cv_results_`` and ``best_params_`` are exact accuracies on private va
 they are not differentially private (tune on public or held-out data you may spend, or treat
 the selection as a leak the ledger does not see).
 
+**A budget that outlives the process** (issue 53): ``store=`` keeps the budget and its spends
+in an SQLite file or a PostgreSQL database (:mod:`dpjax.privacy.budget_store`); every process
+that opens it sees every spend::
+
+    accountant = dpjax.BudgetAccountant(3.0, store="team-budget.db")   # created, or reopened
+    dpjax.fit(X, y, epsilon=1.0, bounds=b, accountant=accountant)
+
+A fit *reserves* its requested budget before any work, in one write transaction that reads
+the spent total and refuses what would pass the budget (so concurrent processes can never pass
+it together), and *closes* the reservation with its ledger, in another, before it returns the
+model: a returned model's spend is always recorded. A fit that fails before it returns gives
+its reservation back. A reservation whose process died stays counted at its request (the
+fit's noise may have been drawn): that errs on the side of the budget.
+
 The accountant is a shared account: ``copy.deepcopy`` (which scikit-learn's ``clone`` uses on
 hyper-parameters) returns the same accountant, so every clone of an estimator in a grid search
-spends from it; pickling it is refused, since spending in another process (``n_jobs > 1``)
-would never come back to it.
+spends from it. A stored accountant pickles as its store, so that a search's worker processes
+(``n_jobs > 1``) spend from the same budget; pickling an in-memory one is refused, since
+spending in another process would never come back to it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import getpass
 import math
+import os
+import socket
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from dpjax.privacy.budget_store import (
+    BudgetStoreError,
+    SQLStore,
+    State,
+    Terms,
+    open_store,
+    same_number,
+)
 from dpjax.privacy.checks import check_delta, check_epsilon, check_neighbouring
 from dpjax.privacy.composition import ROUTES, route
 from dpjax.privacy.ledger import LedgerEntry, PrivacyLedger
+
+SLACK = 1 + 1e-12
+"""A total passes the budget only beyond this relative float round-off."""
 
 
 class BudgetExceededError(RuntimeError):
@@ -62,52 +92,179 @@ class BudgetExceededError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Spend:
-    """One accounted fit: its label and its ledger."""
+    """One accounted fit: its label and its ledger; with the time it was recorded (UTC, ISO
+    8601), its method and the tag of the accountant that spent it."""
 
     label: str
     ledger: PrivacyLedger
+    time: str = ""
+    method: str = ""
+    tag: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Reserved:
+    """A fit in progress (or whose process died): counted at its requested ``(ε, δ)``."""
+
+    label: str
+    epsilon: float
+    delta: float
+    time: str = ""
+    method: str = ""
+    tag: str = ""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def default_tag() -> str:
+    """``user@host pid N``: who spends, for the store's record."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "?"
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def _basic(ledgers: Sequence[PrivacyLedger]) -> tuple[float, float]:
+    return (math.fsum(ledger.epsilon for ledger in ledgers),
+            math.fsum(ledger.delta for ledger in ledgers))
 
 
 class BudgetAccountant:
     """A total privacy budget ``(epsilon, delta)`` spent by the fits given it.
 
     Args:
-      epsilon: the total ``ε`` (``inf``: no limit, only tracking).
-      delta: the total ``δ`` in ``[0, 1)``.
+      epsilon: the total ``ε`` (``inf``: no limit, only tracking). ``None``: ``inf`` in
+        memory; with a ``store``, the stored budget's (reopening it).
+      delta: the total ``δ`` in ``[0, 1)`` (``None``: 0, or the stored budget's).
       composition: ``"basic"`` (default), ``"advanced"`` or ``"zcdp"`` (module docstring).
+      neighbouring: the fits' neighbouring relation. ``None``: in memory, the first fit's; a
+        new stored budget is ``"add_remove"``; a stored one keeps its own.
+      store: ``None`` (this process's memory), a path to an SQLite file (created if absent;
+        ``sqlite:///path`` too) or a ``postgresql://`` URL: the budget, its terms and its
+        spends live there, shared by every process that opens it
+        (:mod:`dpjax.privacy.budget_store`). Reopening a stored budget with other terms
+        (``epsilon``, ``delta``, ``composition``, ``neighbouring``) is a
+        :class:`~dpjax.privacy.budget_store.BudgetStoreError`.
+      name: the budget's name in its store (one store may hold several budgets).
+      tag: recorded with every spend (default ``user@host pid N``).
     """
 
-    def __init__(self, epsilon: float = math.inf, delta: float = 0.0, *,
-                 composition: str = "basic") -> None:
-        self.epsilon = math.inf if epsilon == math.inf else check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        route(composition)
-        if composition == "optimal":
-            raise ValueError("composition='optimal' holds for budgets fixed in advance, and fits "
-                             "accounted one after another choose theirs adaptively: use 'zcdp' "
-                             "(each fit's ledger keeps its own optimal total)")
-        if composition != "basic" and self.delta == 0.0:
-            raise ValueError(f"composition={composition!r} needs a total delta > 0 (it converts "
-                             "to (epsilon, delta)-DP at that delta)")
-        self.composition = composition
-        self._spends: list[Spend] = []
-        self._total = (0.0, 0.0)
+    def __init__(self, epsilon: float | None = None, delta: float | None = None, *,
+                 composition: str | None = None, neighbouring: str | None = None,
+                 store: Any = None, name: str = "default", tag: str | None = None) -> None:
+        if epsilon is not None and epsilon != math.inf:
+            epsilon = check_epsilon(epsilon)
+        delta = None if delta is None else check_delta(delta)
+        if composition is not None:
+            route(composition)
+            if composition == "optimal":
+                raise ValueError("composition='optimal' holds for budgets fixed in advance, "
+                                 "and fits accounted one after another choose theirs "
+                                 "adaptively: use 'zcdp' (each fit's ledger keeps its own "
+                                 "optimal total)")
+        neighbouring = None if neighbouring is None else check_neighbouring(neighbouring)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.name, self.tag = name, default_tag() if tag is None else str(tag)
+        self._store: SQLStore = open_store(store)
+        self._where = store
+        if epsilon is None and store is not None and not self._store.exists:
+            raise BudgetStoreError(f"no budget store at {self._store.where!r}: give epsilon "
+                                   "(and delta) to create one there")
+        asked = Terms(math.inf if epsilon is None else float(epsilon),
+                      0.0 if delta is None else float(delta), composition or "basic",
+                      neighbouring if neighbouring or store is None else "add_remove", _now())
+        with self._store.transaction() as cursor:
+            self._store.ensure_layout(cursor)
+            found = self._store.terms(cursor, name)
+            if found is None:
+                if epsilon is None and store is not None:
+                    raise BudgetStoreError(
+                        f"store {self._store.where!r} holds no budget named {name!r}: give "
+                        "epsilon (and delta) to create it")
+                if asked.composition != "basic" and asked.delta == 0.0:
+                    raise ValueError(f"composition={asked.composition!r} needs a total delta "
+                                     "> 0 (it converts to (epsilon, delta)-DP at that delta)")
+                self._store.create(cursor, name, asked)
+                terms = asked
+            else:
+                terms = found[0]
+                self._check_terms(terms, epsilon, delta, composition, neighbouring)
+        self.epsilon, self.delta, self.composition = terms.epsilon, terms.delta, terms.composition
+
+    def _check_terms(self, terms: Terms, epsilon: float | None, delta: float | None,
+                     composition: str | None, neighbouring: str | None) -> None:
+        """A reopened budget's terms are fixed: asking for others is an error."""
+        wrong = [f"{what} {given!r} (stored: {stored!r})" for what, given, stored, same in (
+            ("epsilon", epsilon, terms.epsilon, epsilon is None or same_number(
+                epsilon, terms.epsilon)),
+            ("delta", delta, terms.delta, delta is None or same_number(delta, terms.delta)),
+            ("composition", composition, terms.composition,
+             composition in (None, terms.composition)),
+            ("neighbouring", neighbouring, terms.neighbouring,
+             neighbouring in (None, terms.neighbouring))) if not same]
+        if wrong:
+            raise BudgetStoreError(
+                f"store {self._store.where!r} holds the budget {self.name!r} of (epsilon, "
+                f"delta) = ({terms.epsilon:g}, {terms.delta:g}), {terms.composition} "
+                f"composition, {terms.neighbouring or 'any'} neighbouring, created "
+                f"{terms.created}; asked for another: {', '.join(wrong)}. Its terms are fixed "
+                "when it is created: use another name or store for another budget")
+
+    @classmethod
+    def budgets(cls, store: Any) -> list[str]:
+        """The names of the budgets ``store`` holds (read only: nothing is created)."""
+        opened = open_store(store)
+        if store is None or not opened.exists:
+            raise BudgetStoreError(f"no budget store at {opened.where!r}")
+        with opened.transaction() as cursor:
+            opened.ensure_layout(cursor, create=False)
+            return opened.names(cursor)
+
+    @property
+    def store(self) -> str | None:
+        """Where the budget lives (a URL without its password), or ``None`` (in memory)."""
+        return None if self._where is None else self._store.where
+
+    @property
+    def neighbouring(self) -> str | None:
+        """The fits' neighbouring relation (``None``: an in-memory accountant before its first
+        fit)."""
+        return self._read().terms.neighbouring
 
     # --- the account ------------------------------------------------------------------------
 
+    def _read(self) -> State:
+        with self._store.transaction() as cursor:
+            return self._store.state(cursor, self.name)
+
     @property
     def spends(self) -> tuple[Spend, ...]:
-        """Every accounted fit, in order."""
-        return tuple(self._spends)
+        """Every accounted fit, in order (of every process spending from the store)."""
+        return tuple(Spend(row.label, row.ledger, row.time, row.method, row.tag)
+                     for row in self._read().rows if row.ledger is not None)
+
+    @property
+    def reserved(self) -> tuple[Reserved, ...]:
+        """The open reservations: fits in progress, or whose process died before they closed
+        (counted at their requested budget)."""
+        return tuple(Reserved(row.label, row.epsilon, row.delta, row.time, row.method, row.tag)
+                     for row in self._read().rows if row.open)
 
     def total(self) -> tuple[float, float]:
-        """``(ε, δ)`` spent so far under :attr:`composition` (and never above basic)."""
-        return self._total
+        """``(ε, δ)`` spent so far under :attr:`composition` (and never above basic), by the
+        closed spends (the open reservations: :meth:`remaining`)."""
+        return self._read().spent
 
     def remaining(self) -> tuple[float, float]:
-        """``(ε, δ)`` left of the total: a fit that requests at most this much is never refused
-        (it adds to the spent total by basic composition at worst)."""
-        epsilon, delta = self.total()
+        """``(ε, δ)`` left of the total, the open reservations taken at their request: a fit
+        that requests at most this much is never refused (it adds to the spent total by basic
+        composition at worst)."""
+        state = self._read()
+        epsilon, delta = _plus(state.spent, _open(state))
         return max(self.epsilon - epsilon, 0.0), max(self.delta - delta, 0.0)
 
     def check(self, epsilon: float | Sequence[float] | None, delta: float = 0.0, *,
@@ -115,12 +272,49 @@ class BudgetAccountant:
         """Raise :class:`BudgetExceededError` unless ``count`` more fits per requested budget
         (``epsilon`` one budget or a sequence, each with ``delta``) fit in the total.
         ``epsilon=None`` (a non-private fit) is always refused, and so is a fit under another
-        neighbouring relation than the fits already accounted (``ValueError``)."""
+        neighbouring relation than the budget's (``ValueError``). Reserves nothing
+        (:meth:`reserve`)."""
+        budgets = self._budgets(epsilon)
+        self._check_request(self._read(), budgets, delta, count, neighbouring)
+
+    def reserve(self, epsilon: float | Sequence[float] | None, delta: float = 0.0, *,
+                count: int = 1, neighbouring: str = "add_remove", label: str = "",
+                method: str = "") -> Reservation:
+        """:meth:`check` and record the request as an open reservation, in one write
+        transaction: concurrent processes can never pass the budget together. Close it with
+        :meth:`Reservation.commit` (the fits' ledgers) or give it back with
+        :meth:`Reservation.cancel`; as a context manager, an exception gives it back."""
+        budgets = self._budgets(epsilon)
+        requested = (math.fsum(float(e) for e in budgets) * count,
+                     float(delta) * len(budgets) * count)
+        with self._store.transaction() as cursor:
+            state = self._store.state(cursor, self.name)
+            self._check_request(state, budgets, delta, count, neighbouring)
+            if state.terms.neighbouring is None:
+                self._store.set_neighbouring(cursor, self.name, check_neighbouring(neighbouring))
+            row = self._store.insert(cursor, self.name, _now(), label or "fit in progress",
+                                     method, self.tag, *requested, None)
+        return Reservation(self, row)
+
+    def spend(self, ledger: PrivacyLedger, label: str = "", method: str = "") -> None:
+        """Record a fit's ledger. Raises ``ValueError`` for a non-private ledger and
+        :class:`BudgetExceededError` if it takes the total past the budget (a fit that was
+        :meth:`check`-ed first never does: its ledger stays within its request)."""
+        self._close(None, [(ledger, label, method)])
+
+    # --- inside the transactions ------------------------------------------------------------
+
+    @staticmethod
+    def _budgets(epsilon: float | Sequence[float] | None) -> list[Any]:
         budgets = [epsilon] if epsilon is None or np.ndim(epsilon) == 0 else list(epsilon)
         if any(e is None for e in budgets):
             raise BudgetExceededError("a non-private fit (epsilon=None) cannot be accounted: it "
                                       "spends an unbounded budget")
-        self._check_relation(neighbouring)
+        return budgets
+
+    def _check_request(self, state: State, budgets: list[Any], delta: float, count: int,
+                       neighbouring: str) -> None:
+        self._check_relation(state, neighbouring)
         # a pure request is eps^2/2-zCDP; one with delta > 0 may spend its epsilon in pure
         # releases (rho = eps^2/2) or in (eps, delta) ones without a rho: both extremes count
         totals = []
@@ -132,61 +326,96 @@ class BudgetAccountant:
                                 rho=0.0),) if rho_known and delta > 0 else ())),
                 requested_epsilon=float(e) * count, requested_delta=float(delta) * count)
                 for e in budgets]
-            totals.append(self._after(requests))
+            totals.append(_plus(self._after(state, requests), _open(state)))
         spent, spent_delta = (max(t[0] for t in totals), max(t[1] for t in totals))
-        if spent > self.epsilon * (1 + 1e-12) or spent_delta > self.delta * (1 + 1e-12):
-            now = self.total()
+        if spent > self.epsilon * SLACK or spent_delta > self.delta * SLACK:
+            closed = sum(1 for row in state.rows if not row.open)
+            reserved = _open(state)
             asked = ", ".join(f"{float(e):g}" for e in budgets)
             raise BudgetExceededError(
                 f"the budget (epsilon, delta) = ({self.epsilon:g}, {self.delta:g}) would be "
-                f"exceeded: {len(self._spends)} fit(s) spent ({now[0]:.6g}, {now[1]:.3g}); "
-                f"{count * len(budgets)} more at epsilon {asked} (delta {delta:g}) would make "
-                f"({spent:.6g}, {spent_delta:.3g})")
+                f"exceeded: {closed} fit(s) spent ({state.spent[0]:.6g}, "
+                f"{state.spent[1]:.3g})" + (f", fits in progress reserve ({reserved[0]:.6g}, "
+                                            f"{reserved[1]:.3g})" if any(reserved) else "")
+                + f"; {count * len(budgets)} more at epsilon {asked} (delta {delta:g}) would "
+                f"make ({spent:.6g}, {spent_delta:.3g})")
 
-    def spend(self, ledger: PrivacyLedger, label: str = "") -> None:
-        """Record a fit's ledger. Raises ``ValueError`` for a non-private ledger and
-        :class:`BudgetExceededError` if it takes the total past the budget (a fit that was
-        :meth:`check`-ed first never does: its ledger stays within its request)."""
-        if not ledger.private:
-            raise ValueError("a non-private fit cannot be accounted: "
-                             + "; ".join(ledger.not_private_reasons))
-        self._check_relation(ledger.neighbouring)
-        spent, spent_delta = self._after([ledger])
-        if spent > self.epsilon * (1 + 1e-12) or spent_delta > self.delta * (1 + 1e-12):
-            raise BudgetExceededError(
-                f"recording this fit would spend ({spent:.6g}, {spent_delta:.3g}) of the "
-                f"budget ({self.epsilon:g}, {self.delta:g})")
-        self._spends.append(Spend(label or f"fit {len(self._spends) + 1}", ledger))
-        self._total = (spent, spent_delta)
+    def _close(self, reservation: int | None,
+               spends: Sequence[tuple[PrivacyLedger, str, str]]) -> None:
+        """Record ``spends`` (ledger, label, method) and delete the open ``reservation``, in one
+        transaction; a spend that would pass the budget records nothing and gives the
+        reservation back (the fit is not returned: nothing was released)."""
+        for ledger, _, _ in spends:
+            if not ledger.private:
+                if reservation is not None:
+                    self._cancel(reservation)
+                raise ValueError("a non-private fit cannot be accounted: "
+                                 + "; ".join(ledger.not_private_reasons))
+        refused = None
+        with self._store.transaction() as cursor:
+            state = self._store.state(cursor, self.name)
+            others = State(state.terms, state.spent,
+                           tuple(row for row in state.rows if row.id != reservation))
+            if reservation is not None and len(others.rows) == len(state.rows):
+                raise RuntimeError(f"the reservation {reservation} of budget {self.name!r} is "
+                                   "gone from the store: its spends cannot be recorded")
+            for ledger, _, _ in spends:
+                self._check_relation(others, ledger.neighbouring)
+            ledgers = [ledger for ledger, _, _ in spends]
+            spent = self._after(others, ledgers)
+            epsilon, delta = _plus(spent, _open(others))
+            if epsilon > self.epsilon * SLACK or delta > self.delta * SLACK:
+                refused = (f"recording this fit would spend ({epsilon:.6g}, {delta:.3g}) of the "
+                           f"budget ({self.epsilon:g}, {self.delta:g})")
+                if reservation is not None:
+                    self._store.delete(cursor, [reservation])
+            else:
+                if reservation is not None:
+                    self._store.delete(cursor, [reservation])
+                if state.terms.neighbouring is None and ledgers:
+                    self._store.set_neighbouring(cursor, self.name, ledgers[0].neighbouring)
+                closed = sum(1 for row in state.rows if not row.open)
+                for index, (ledger, label, method) in enumerate(spends):
+                    self._store.insert(cursor, self.name, _now(),
+                                       label or f"fit {closed + index + 1}", method, self.tag,
+                                       ledger.epsilon, ledger.delta, ledger)
+                self._store.set_spent(cursor, self.name, spent)
+        if refused is not None:
+            raise BudgetExceededError(refused)
 
-    def _check_relation(self, neighbouring: str) -> None:
+    def _cancel(self, reservation: int) -> None:
+        with self._store.transaction() as cursor:
+            self._store.delete(cursor, [reservation])
+
+    @staticmethod
+    def _check_relation(state: State, neighbouring: str) -> None:
         """Budgets under different neighbouring relations do not add up (an add/remove ``ε``
         is ``2ε`` under replace-one, and a replace-one fit need not be DP under add/remove):
-        every fit of one accountant uses the relation of the first."""
+        every fit of one budget uses its relation (an in-memory accountant's: the first
+        fit's)."""
         neighbouring = check_neighbouring(neighbouring)
-        if self._spends and self._spends[0].ledger.neighbouring != neighbouring:
-            raise ValueError(f"this accountant holds {self._spends[0].ledger.neighbouring} "
-                             f"fits; a {neighbouring} fit cannot be added to them (use one "
-                             "neighbouring relation per accountant)")
+        fixed = state.terms.neighbouring
+        if fixed is not None and fixed != neighbouring:
+            raise ValueError(f"this accountant holds {fixed} fits; a {neighbouring} fit cannot "
+                             "be added to them (use one neighbouring relation per accountant)")
 
     # --- composition ------------------------------------------------------------------------
 
-    def _after(self, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
-        """``(ε, δ)`` once ``ledgers`` join the accounted fits: every fit composed afresh
-        (:meth:`_compose`), or the total so far plus the new fits by basic composition (both
-        hold; the smaller ``ε`` within the total ``δ`` is kept)."""
-        composed = self._compose([s.ledger for s in self._spends] + ledgers)
-        stacked = (self._total[0] + math.fsum(ledger.epsilon for ledger in ledgers),
-                   self._total[1] + math.fsum(ledger.delta for ledger in ledgers))
-        within = [t for t in (composed, stacked) if t[1] <= self.delta * (1 + 1e-12)]
+    def _after(self, state: State, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
+        """``(ε, δ)`` of the closed spends once ``ledgers`` join them: every fit composed
+        afresh (:meth:`_compose`), or the total so far plus the new fits by basic composition
+        (both hold; the smaller ``ε`` within the total ``δ`` is kept)."""
+        closed = [row.ledger for row in state.rows if row.ledger is not None]
+        composed = self._compose(closed + ledgers)
+        stacked = _plus(state.spent, _basic(ledgers))
+        within = [t for t in (composed, stacked) if t[1] <= self.delta * SLACK]
         return min(within or [composed, stacked], key=lambda t: t[0])
 
     def _compose(self, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
         """``(ε, δ)`` of ``ledgers`` (each one fit) under :attr:`composition`, at most basic's:
         advanced composition composes the fits' totals (one release each), zCDP every release
         of every fit (:mod:`dpjax.privacy.composition`)."""
-        basic = (math.fsum(ledger.epsilon for ledger in ledgers),
-                 math.fsum(ledger.delta for ledger in ledgers))
+        basic = _basic(ledgers)
         if self.composition == "advanced":
             entries = [LedgerEntry("fit", "", ledger.epsilon, ledger.delta) for ledger in ledgers]
         else:
@@ -205,25 +434,103 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self) -> Any:
-        raise TypeError("a BudgetAccountant cannot be pickled: spending in another process "
-                        "(n_jobs > 1) would never come back to it; run the search with n_jobs=1")
+        if self._where is None:
+            raise TypeError("an in-memory BudgetAccountant cannot be pickled: spending in "
+                            "another process (n_jobs > 1) would never come back to it; run the "
+                            "search with n_jobs=1, or keep the budget in a store "
+                            "(BudgetAccountant(..., store=path))")
+        return _reopen, (self._where, self.name, self.tag)
 
     def __repr__(self) -> str:
         epsilon, delta = self.total()
+        where = "" if self._where is None else f", store={self._store.where!r}"
         return (f"BudgetAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-                f"composition={self.composition!r}; {len(self._spends)} fit(s) spent "
+                f"composition={self.composition!r}{where}; {len(self.spends)} fit(s) spent "
                 f"({epsilon:.6g}, {delta:.3g}))")
 
     def __str__(self) -> str:
-        epsilon, delta = self.total()
-        rows = [(s.label, f"{s.ledger.epsilon:.4g}", f"{s.ledger.delta:.3g}")
-                for s in self._spends]
+        state = self._read()
+        closed = [row for row in state.rows if not row.open]
+        rows = [(row.label, f"{row.epsilon:.4g}", f"{row.delta:.3g}") for row in closed]
+        rows += [(f"{row.label} (reserved)", f"{row.epsilon:.4g}", f"{row.delta:.3g}")
+                 for row in state.rows if row.open]
         width = max([len("fit")] + [len(r[0]) for r in rows])
-        lines = [f"Budget accountant: total (epsilon, delta) = ({self.epsilon:g}, "
+        where = "" if self._where is None else f" in {self._store.where}"
+        lines = [f"Budget accountant{where}: total (epsilon, delta) = ({self.epsilon:g}, "
                  f"{self.delta:g}), {self.composition} composition",
                  f"  {'fit'.ljust(width)}  {'epsilon':>10}  {'delta':>9}"]
         lines += [f"  {label.ljust(width)}  {eps:>10}  {dlt:>9}" for label, eps, dlt in rows]
+        epsilon, delta = state.spent
         left = self.remaining()
         lines.append(f"  spent: ({epsilon:.6g}, {delta:.3g}); remaining: ({left[0]:.6g}, "
                      f"{left[1]:.3g})")
         return "\n".join(lines)
+
+
+class Reservation:
+    """A fit's reserved budget (:meth:`BudgetAccountant.reserve`): :meth:`commit` records the
+    fit's ledgers in its place, :meth:`cancel` gives it back; as a context manager, leaving
+    with an exception before :meth:`commit` cancels it."""
+
+    def __init__(self, accountant: BudgetAccountant, row: int) -> None:
+        self.accountant, self.row, self.done = accountant, row, False
+
+    def commit(self, spends: Sequence[tuple[PrivacyLedger, str]], method: str = "") -> None:
+        """Record ``spends`` (ledger, label), each within its request, and close the
+        reservation, in one transaction."""
+        if self.done:
+            raise RuntimeError("this reservation is already closed")
+        self.done = True
+        self.accountant._close(self.row, [(ledger, label, method) for ledger, label in spends])
+
+    def cancel(self) -> None:
+        """Give the reserved budget back (the fit released nothing)."""
+        if not self.done:
+            self.done = True
+            self.accountant._cancel(self.row)
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        if kind is not None:
+            self.cancel()
+
+
+def _plus(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _open(state: State) -> tuple[float, float]:
+    """The open reservations' requested ``(ε, δ)``, by basic composition."""
+    rows = [row for row in state.rows if row.open]
+    return math.fsum(row.epsilon for row in rows), math.fsum(row.delta for row in rows)
+
+
+def _reopen(store: Any, name: str, tag: str) -> BudgetAccountant:
+    return BudgetAccountant(store=store, name=name, tag=tag)
+
+
+class Unaccounted:
+    """No accountant: :func:`reserve`'s stand-in, whose commit records nothing."""
+
+    def commit(self, spends: Sequence[tuple[PrivacyLedger, str]], method: str = "") -> None:
+        """Nothing to record."""
+
+    def __enter__(self) -> Unaccounted:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        return None
+
+
+def reserve(accountant: BudgetAccountant | None, epsilon: float | Sequence[float] | None,
+            delta: float = 0.0, *, count: int = 1, neighbouring: str = "add_remove",
+            label: str = "", method: str = "") -> Reservation | Unaccounted:
+    """A fit's reservation (:meth:`BudgetAccountant.reserve`), or :class:`Unaccounted` when it
+    has no accountant: ``with reserve(...) as reservation: ...; reservation.commit(...)``."""
+    if accountant is None:
+        return Unaccounted()
+    return accountant.reserve(epsilon, delta, count=count, neighbouring=neighbouring,
+                              label=label, method=method)
+

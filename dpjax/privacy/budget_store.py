@@ -1,0 +1,430 @@
+"""Where a :class:`~dpjax.privacy.BudgetAccountant` keeps its budget and spends: a SQL database
+that every process opening it shares (issue 53).
+
+* **In memory** (``store=None``): an SQLite database in the process's memory, one per
+  accountant; it ends with the process, as diffprivlib's accountant does.
+* **An SQLite file** (``store="budget.db"`` or ``"sqlite:///path"``): the standard library's
+  ``sqlite3`` in WAL mode with ``synchronous=FULL``, so a committed spend survives a killed
+  process (and a power cut). Every check-and-spend is one ``BEGIN IMMEDIATE`` transaction: the
+  database's write lock is taken before the spent total is read, so two processes can never
+  pass the budget together; they wait for each other (up to :data:`BUSY_TIMEOUT` seconds).
+* **PostgreSQL** (``store="postgresql://..."``): a budget shared across machines, through the
+  maintained ``psycopg`` driver (``pip install "dpjax[postgres]"``). A transaction takes the
+  budget's advisory lock (``pg_advisory_xact_lock``) before it reads, the same serial order.
+
+The layout: ``dpjax_store`` (the format and its version), ``dpjax_budgets`` (one row per named
+budget: its totals, composition and neighbouring relation, fixed when it is created, and the
+spent total of its closed spends) and ``dpjax_spends`` (one row per spend: the time, the label,
+the method, the caller's tag, the ledger as JSON; an *open* row is a reservation, a fit in
+progress, counted at its requested budget until it closes). Rows are never updated: a
+reservation is deleted when its fit's spends are inserted, in the same transaction.
+
+This module holds the SQL only; what a spend may take is :mod:`dpjax.privacy.accountant`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from dpjax.privacy.ledger import LedgerEntry, PrivacyLedger
+
+FORMAT = "dpjax-budget"
+VERSION = 1
+BUSY_TIMEOUT = 120.0
+"""Seconds a transaction waits for another process's write lock before it fails."""
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class BudgetStoreError(ValueError):
+    """A store that cannot hold this budget: not a dpjax budget store, corrupt, not writable,
+    or holding another budget under the same name."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Terms:
+    """A budget's fixed terms: its totals, composition and neighbouring relation (``None``
+    until the first spend of an in-memory accountant fixes it)."""
+
+    epsilon: float
+    delta: float
+    composition: str
+    neighbouring: str | None
+    created: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row of ``dpjax_spends``: a closed spend (``ledger`` set) or an open reservation
+    (``ledger`` ``None``; ``epsilon``, ``delta`` its requested budget by basic composition)."""
+
+    id: int
+    time: str
+    label: str
+    method: str
+    tag: str
+    epsilon: float
+    delta: float
+    ledger: PrivacyLedger | None
+
+    @property
+    def open(self) -> bool:
+        return self.ledger is None
+
+
+@dataclasses.dataclass(frozen=True)
+class State:
+    """What a transaction reads: the budget's terms, the spent total of its closed spends and
+    every row, in order."""
+
+    terms: Terms
+    spent: tuple[float, float]
+    rows: tuple[Row, ...]
+
+
+def ledger_json(ledger: PrivacyLedger) -> str:
+    """A ledger as JSON text (Python's ``Infinity`` for an infinite ``ε``)."""
+    fields = dataclasses.asdict(ledger)
+    return json.dumps(fields, sort_keys=True)
+
+
+def ledger_from_json(text: str) -> PrivacyLedger:
+    fields = json.loads(text)
+    entries = tuple(LedgerEntry(**entry) for entry in fields.pop("entries"))
+    return PrivacyLedger(entries, **fields)
+
+
+def describe(store: Any) -> str:
+    """The store as a user named it (a URL's password left out)."""
+    text = os.fspath(store) if isinstance(store, os.PathLike) else str(store)
+    if text.startswith(POSTGRES_SCHEMES) and "@" in text:
+        scheme, rest = text.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        return f"{scheme}://{credentials.split(':')[0]}@{host}"
+    return text
+
+
+class SQLStore:
+    """A budget store over one DB-API connection per process (:func:`open_store`)."""
+
+    placeholder = "?"
+    id_column = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    real = "REAL"
+    returning = ""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._connection: Any = None
+        self._pid = -1
+        self._lock = threading.Lock()
+        self._ledgers: dict[int, PrivacyLedger] = {}
+
+    # --- the dialect ------------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        raise NotImplementedError
+
+    def begin(self, cursor: Any) -> None:
+        """Open the write transaction, holding the store's write lock before any read."""
+        raise NotImplementedError
+
+    def translate(self, error: Exception) -> Exception | None:
+        """The user's error for a driver error, or ``None`` to let it through."""
+        return None
+
+    # --- the transaction --------------------------------------------------------------------
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", self.placeholder)
+
+    @property
+    def connection(self) -> Any:
+        if self._connection is None or (self.shared and self._pid != os.getpid()):
+            self._connection, self._pid = self.connect(), os.getpid()   # a forked child's own
+        return self._connection
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes open the same database (a forked child then connects
+        anew; an in-memory database stays the child's copy, as a Python object would)."""
+        return True
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction on the store, exclusive of every other process's:
+        committed when the block ends, rolled back when it raises."""
+        with self._lock:
+            try:
+                cursor = self.connection.cursor()
+                self.begin(cursor)
+            except Exception as error:
+                raise (self.translate(error) or error) from error
+            try:
+                yield cursor
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    cursor.execute("ROLLBACK")
+                raise
+            try:
+                cursor.execute("COMMIT")
+            except Exception as error:
+                raise (self.translate(error) or error) from error
+
+    def execute(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            cursor.execute(self._sql(sql), tuple(params))
+        except Exception as error:
+            raise (self.translate(error) or error) from error
+        return cursor
+
+    # --- the layout -------------------------------------------------------------------------
+
+    def ensure_layout(self, cursor: Any, create: bool = True) -> None:
+        """Create the tables of an empty database (where ``create``); refuse another
+        database's."""
+        tables = self.tables(cursor)
+        if "dpjax_store" not in tables:
+            if tables or not create:
+                held = (f"a database of other tables ({', '.join(sorted(tables)[:5])})"
+                        if tables else "an empty database")
+                raise BudgetStoreError(f"store {self.where!r} is {held}, not a dpjax budget "
+                                       "store")
+            self.execute(cursor, "CREATE TABLE dpjax_store (key TEXT PRIMARY KEY, value TEXT)")
+            self.execute(cursor, "INSERT INTO dpjax_store VALUES ('format', ?), ('version', ?)",
+                         (FORMAT, str(VERSION)))
+            self.execute(cursor, f"""CREATE TABLE dpjax_budgets (
+                name TEXT PRIMARY KEY, epsilon {self.real} NOT NULL, delta {self.real} NOT NULL,
+                composition TEXT NOT NULL, neighbouring TEXT, created TEXT NOT NULL,
+                spent_epsilon {self.real} NOT NULL, spent_delta {self.real} NOT NULL)""")
+            self.execute(cursor, f"""CREATE TABLE dpjax_spends (
+                id {self.id_column}, budget TEXT NOT NULL REFERENCES dpjax_budgets(name),
+                time TEXT NOT NULL, label TEXT NOT NULL, method TEXT NOT NULL,
+                tag TEXT NOT NULL, epsilon {self.real} NOT NULL, delta {self.real} NOT NULL,
+                ledger TEXT)""")
+            self.execute(cursor, "CREATE INDEX dpjax_spends_budget ON dpjax_spends (budget, id)")
+            return
+        found = dict(self.execute(cursor, "SELECT key, value FROM dpjax_store").fetchall())
+        if found.get("format") != FORMAT:
+            raise BudgetStoreError(f"store {self.where!r} is not a dpjax budget store")
+        if found.get("version") != str(VERSION):
+            raise BudgetStoreError(f"store {self.where!r} has budget store version "
+                                   f"{found.get('version')!r}; this dpjax reads {VERSION}")
+
+    def tables(self, cursor: Any) -> set[str]:
+        raise NotImplementedError
+
+    # --- reads and writes inside a transaction ----------------------------------------------
+
+    def terms(self, cursor: Any, name: str) -> tuple[Terms, tuple[float, float]] | None:
+        found = self.execute(cursor, "SELECT epsilon, delta, composition, neighbouring, "
+                             "created, spent_epsilon, spent_delta FROM dpjax_budgets "
+                             "WHERE name = ?", (name,)).fetchone()
+        if found is None:
+            return None
+        epsilon, delta, composition, neighbouring, created, spent_e, spent_d = found
+        return (Terms(float(epsilon), float(delta), composition, neighbouring, created),
+                (float(spent_e), float(spent_d)))
+
+    def names(self, cursor: Any) -> list[str]:
+        """The store's budgets, in order of name."""
+        return [row[0] for row in self.execute(
+            cursor, "SELECT name FROM dpjax_budgets ORDER BY name").fetchall()]
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store may hold a budget already (a file that is not there does not)."""
+        return True
+
+    def create(self, cursor: Any, name: str, terms: Terms) -> None:
+        self.execute(cursor, "INSERT INTO dpjax_budgets VALUES (?, ?, ?, ?, ?, ?, 0.0, 0.0)",
+                     (name, terms.epsilon, terms.delta, terms.composition, terms.neighbouring,
+                      terms.created))
+
+    def state(self, cursor: Any, name: str) -> State:
+        found = self.terms(cursor, name)
+        if found is None:
+            raise BudgetStoreError(f"store {self.where!r} holds no budget named {name!r}")
+        rows = self.execute(cursor, "SELECT id, time, label, method, tag, epsilon, delta, "
+                            "ledger FROM dpjax_spends WHERE budget = ? ORDER BY id",
+                            (name,)).fetchall()
+        return State(found[0], found[1], tuple(self._row(*row) for row in rows))
+
+    def _row(self, id: int, time: str, label: str, method: str, tag: str, epsilon: float,
+             delta: float, ledger: str | None) -> Row:
+        """A row, its ledger decoded once per process (rows are never updated)."""
+        decoded = None
+        if ledger is not None:
+            decoded = self._ledgers.get(id)
+            if decoded is None:
+                try:
+                    decoded = self._ledgers[id] = ledger_from_json(ledger)
+                except (ValueError, TypeError, KeyError) as error:
+                    raise BudgetStoreError(f"store {self.where!r} holds an unreadable ledger "
+                                           f"(spend {id}): {error}") from error
+        return Row(int(id), time, label, method, tag, float(epsilon), float(delta), decoded)
+
+    def insert(self, cursor: Any, name: str, time: str, label: str, method: str, tag: str,
+               epsilon: float, delta: float, ledger: PrivacyLedger | None) -> int:
+        self.execute(cursor, "INSERT INTO dpjax_spends (budget, time, label, method, tag, "
+                     "epsilon, delta, ledger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                     + self.returning, (name, time, label, method, tag, epsilon, delta,
+                                        None if ledger is None else ledger_json(ledger)))
+        return int(cursor.fetchone()[0] if self.returning else cursor.lastrowid)
+
+    def delete(self, cursor: Any, ids: Sequence[int]) -> None:
+        for row in ids:
+            self.execute(cursor, "DELETE FROM dpjax_spends WHERE id = ?", (row,))
+
+    def set_spent(self, cursor: Any, name: str, spent: tuple[float, float]) -> None:
+        self.execute(cursor, "UPDATE dpjax_budgets SET spent_epsilon = ?, spent_delta = ? "
+                     "WHERE name = ?", (spent[0], spent[1], name))
+
+    def set_neighbouring(self, cursor: Any, name: str, neighbouring: str) -> None:
+        self.execute(cursor, "UPDATE dpjax_budgets SET neighbouring = ? WHERE name = ?",
+                     (neighbouring, name))
+
+
+class SQLiteStore(SQLStore):
+    """An SQLite file (or ``":memory:"``, one accountant's private database)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+    @property
+    def memory(self) -> bool:
+        return self.path == ":memory:"
+
+    @property
+    def exists(self) -> bool:
+        return not self.memory and os.path.exists(self.path)
+
+    @property
+    def shared(self) -> bool:
+        return not self.memory
+
+    def connect(self) -> Any:
+        if not self.memory:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(folder):
+                raise BudgetStoreError(f"store {self.where!r}: no folder {folder!r}")
+        try:
+            connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None,
+                                         check_same_thread=False)
+            if not self.memory:
+                mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise BudgetStoreError(f"store {self.where!r} cannot use SQLite's WAL "
+                                           f"journal (got {mode!r})")
+                connection.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as error:
+            raise (self.translate(error) or error) from error
+        return connection
+
+    def begin(self, cursor: Any) -> None:
+        cursor.execute("BEGIN IMMEDIATE")
+
+    def tables(self, cursor: Any) -> set[str]:
+        found = self.execute(cursor, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {row[0] for row in found.fetchall()} - {"sqlite_sequence"}
+
+    def translate(self, error: Exception) -> Exception | None:
+        if isinstance(error, BudgetStoreError):
+            return error
+        if not isinstance(error, sqlite3.Error):
+            return None
+        text = str(error)
+        if isinstance(error, sqlite3.DatabaseError) and ("not a database" in text
+                                                        or "malformed" in text):
+            return BudgetStoreError(f"store {self.where!r} is not a readable SQLite database "
+                                    f"({text}): a corrupt file, or another kind of file")
+        if "readonly" in text or "unable to open" in text or "read-only" in text:
+            return BudgetStoreError(f"store {self.where!r} cannot be written ({text}): a "
+                                    "budget store needs a writable file in a writable folder "
+                                    "(SQLite adds its -wal and -shm files beside it)")
+        if "locked" in text or "busy" in text:
+            return BudgetStoreError(f"store {self.where!r} stayed locked by another process "
+                                    f"for {BUSY_TIMEOUT:g} s ({text})")
+        return None
+
+
+class PostgresStore(SQLStore):
+    """A PostgreSQL database (``psycopg``, version 3)."""
+
+    placeholder = "%s"
+    id_column = "BIGSERIAL PRIMARY KEY"
+    real = "DOUBLE PRECISION"
+    returning = " RETURNING id"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(describe(url))
+        self.url = url
+
+    def connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError as error:
+            raise BudgetStoreError(f"store {self.where!r} is a PostgreSQL URL: install the "
+                                   'driver with pip install "dpjax[postgres]" '
+                                   "(psycopg)") from error
+        try:
+            return psycopg.connect(self.url, autocommit=True)
+        except psycopg.Error as error:
+            raise BudgetStoreError(f"store {self.where!r}: cannot connect ({error})") from error
+
+    def begin(self, cursor: Any) -> None:
+        cursor.execute("BEGIN")
+        # the store's lock, taken before any read (the layout's creation included): every
+        # transaction on the store's budgets runs in one serial order, as BEGIN IMMEDIATE's
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('dpjax-budget-store'))")
+
+    def tables(self, cursor: Any) -> set[str]:
+        found = self.execute(cursor, "SELECT tablename FROM pg_tables WHERE schemaname = "
+                             "current_schema()")
+        return {row[0] for row in found.fetchall()}
+
+    def translate(self, error: Exception) -> Exception | None:
+        if isinstance(error, BudgetStoreError):
+            return error
+        try:
+            import psycopg
+        except ImportError:
+            return None
+        if isinstance(error, psycopg.errors.InsufficientPrivilege):
+            return BudgetStoreError(f"store {self.where!r} cannot be written ({error})")
+        if isinstance(error, psycopg.OperationalError):
+            return BudgetStoreError(f"store {self.where!r}: {error}")
+        return None
+
+
+def open_store(store: Any) -> SQLStore:
+    """The store a user named: ``None`` (this accountant's memory), a PostgreSQL URL, an
+    ``sqlite:///`` URL or a path."""
+    if store is None:
+        return SQLiteStore(":memory:")
+    if not isinstance(store, (str, os.PathLike)):
+        raise ValueError(f"store must be a path or a URL (sqlite:///... or postgresql://...), "
+                         f"got a {type(store).__name__}")
+    text = os.fspath(store)
+    if text.startswith(POSTGRES_SCHEMES):
+        return PostgresStore(text)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///"):]
+    if not text or text == ":memory:" or "://" in text:
+        raise ValueError(f"store must be a file path, sqlite:///path or postgresql://..., "
+                         f"got {text!r}")
+    if os.path.isdir(text):
+        raise BudgetStoreError(f"store {text!r} is a folder: name a file in it")
+    return SQLiteStore(text)
+
+
+def same_number(a: float, b: float) -> bool:
+    """Totals as stored (``inf`` included) equal the asked ones."""
+    return a == b or (math.isinf(a) and math.isinf(b)) or math.isclose(a, b, rel_tol=1e-12)
