@@ -100,7 +100,7 @@ def budget_main(argv: list[str]) -> None:
         names = ([args.name] if args.name is not None
                  else dpjax.BudgetAccountant.budgets(args.store))
         for index, name in enumerate(names):
-            accountant = dpjax.BudgetAccountant(store=args.store, name=name)
+            accountant = dpjax.BudgetAccountant(store=args.store, name=name, read_only=True)
             print(("\n" if index else "") + "\n".join(budget_lines(accountant, args.ledgers)))
     except ValueError as error:        # a store error: one line, no traceback
         parser.exit(2, f"dpjax budget: error: {error}\n")

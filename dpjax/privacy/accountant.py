@@ -48,7 +48,10 @@ the spent total and refuses what would pass the budget (so concurrent processes 
 it together), and *closes* the reservation with its ledger, in another, before it returns the
 model: a returned model's spend is always recorded. A fit that fails before it returns gives
 its reservation back. A reservation whose process died stays counted at its request (the
-fit's noise may have been drawn): that errs on the side of the budget.
+fit's noise may have been drawn): that errs on the side of the budget; so does one whose ledger
+the closing transaction refuses. Open reservations count as their requests in every check
+(:func:`request_ledgers`: under the same composition route), so fits that close within their
+requests are never refused.
 
 The accountant is a shared account: ``copy.deepcopy`` (which scikit-learn's ``clone`` uses on
 hyper-parameters) returns the same accountant, so every clone of an estimator in a grid search
@@ -72,6 +75,7 @@ import numpy as np
 
 from dpjax.privacy.budget_store import (
     BudgetStoreError,
+    Request,
     SQLStore,
     State,
     Terms,
@@ -150,11 +154,18 @@ class BudgetAccountant:
         :class:`~dpjax.privacy.budget_store.BudgetStoreError`.
       name: the budget's name in its store (one store may hold several budgets).
       tag: recorded with every spend (default ``user@host pid N``).
+      read_only: open a stored budget to inspect it only (an SQLite file the user may read
+        but not write; nothing is created, and spending fails).
+
+    With ``epsilon`` given, the same call creates the budget or reopens it: the terms left out
+    take their defaults (``delta`` 0, ``"basic"``, ``"add_remove"``) and must match the
+    stored ones. Without it, the stored budget is reopened as it is.
     """
 
     def __init__(self, epsilon: float | None = None, delta: float | None = None, *,
                  composition: str | None = None, neighbouring: str | None = None,
-                 store: Any = None, name: str = "default", tag: str | None = None) -> None:
+                 store: Any = None, name: str = "default", tag: str | None = None,
+                 read_only: bool = False) -> None:
         if epsilon is not None and epsilon != math.inf:
             epsilon = check_epsilon(epsilon)
         delta = None if delta is None else check_delta(delta)
@@ -169,22 +180,27 @@ class BudgetAccountant:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.name, self.tag = name, default_tag() if tag is None else str(tag)
-        self._store: SQLStore = open_store(store)
+        read_only = read_only and store is not None
+        self._store: SQLStore = open_store(store, read_only)
         self._where = store
-        if epsilon is None and store is not None and not self._store.exists:
-            raise BudgetStoreError(f"no budget store at {self._store.where!r}: give epsilon "
-                                   "(and delta) to create one there")
+        creates = not read_only and (epsilon is not None or store is None)
+        if not creates and not self._store.exists:
+            raise BudgetStoreError(f"no budget store at {self._store.where!r}"
+                                   + ("" if read_only else ": give epsilon (and delta) to "
+                                      "create one there"))
         asked = Terms(math.inf if epsilon is None else float(epsilon),
                       0.0 if delta is None else float(delta), composition or "basic",
                       neighbouring if neighbouring or store is None else "add_remove", _now())
-        with self._store.transaction() as cursor:
-            self._store.ensure_layout(cursor)
+        if epsilon is not None and store is not None:    # the terms' defaults must match
+            delta, composition, neighbouring = asked.delta, asked.composition, asked.neighbouring
+        with self._store.transaction(write=not read_only) as cursor:
+            self._store.ensure_layout(cursor, create=not read_only)
             found = self._store.terms(cursor, name)
             if found is None:
-                if epsilon is None and store is not None:
+                if not creates:
                     raise BudgetStoreError(
-                        f"store {self._store.where!r} holds no budget named {name!r}: give "
-                        "epsilon (and delta) to create it")
+                        f"store {self._store.where!r} holds no budget named {name!r}"
+                        + ("" if read_only else ": give epsilon (and delta) to create it"))
                 if asked.composition != "basic" and asked.delta == 0.0:
                     raise ValueError(f"composition={asked.composition!r} needs a total delta "
                                      "> 0 (it converts to (epsilon, delta)-DP at that delta)")
@@ -217,10 +233,10 @@ class BudgetAccountant:
     @classmethod
     def budgets(cls, store: Any) -> list[str]:
         """The names of the budgets ``store`` holds (read only: nothing is created)."""
-        opened = open_store(store)
+        opened = open_store(store, read_only=True)
         if store is None or not opened.exists:
             raise BudgetStoreError(f"no budget store at {opened.where!r}")
-        with opened.transaction() as cursor:
+        with opened.transaction(write=False) as cursor:
             opened.ensure_layout(cursor, create=False)
             return opened.names(cursor)
 
@@ -232,13 +248,13 @@ class BudgetAccountant:
     @property
     def neighbouring(self) -> str | None:
         """The fits' neighbouring relation (``None``: an in-memory accountant before its first
-        fit)."""
-        return self._read().terms.neighbouring
+        spend)."""
+        return _relation(self._read())
 
     # --- the account ------------------------------------------------------------------------
 
     def _read(self) -> State:
-        with self._store.transaction() as cursor:
+        with self._store.transaction(write=False) as cursor:
             return self._store.state(cursor, self.name)
 
     @property
@@ -264,7 +280,7 @@ class BudgetAccountant:
         that requests at most this much is never refused (it adds to the spent total by basic
         composition at worst)."""
         state = self._read()
-        epsilon, delta = _plus(state.spent, _open(state))
+        epsilon, delta = _plus(state.spent, _basic_open(state))
         return max(self.epsilon - epsilon, 0.0), max(self.delta - delta, 0.0)
 
     def check(self, epsilon: float | Sequence[float] | None, delta: float = 0.0, *,
@@ -285,15 +301,13 @@ class BudgetAccountant:
         :meth:`Reservation.commit` (the fits' ledgers) or give it back with
         :meth:`Reservation.cancel`; as a context manager, an exception gives it back."""
         budgets = self._budgets(epsilon)
-        requested = (math.fsum(float(e) for e in budgets) * count,
-                     float(delta) * len(budgets) * count)
+        request = Request(tuple(float(e) for e in budgets), float(delta), int(count),
+                          check_neighbouring(neighbouring))
         with self._store.transaction() as cursor:
             state = self._store.state(cursor, self.name)
             self._check_request(state, budgets, delta, count, neighbouring)
-            if state.terms.neighbouring is None:
-                self._store.set_neighbouring(cursor, self.name, check_neighbouring(neighbouring))
             row = self._store.insert(cursor, self.name, _now(), label or "fit in progress",
-                                     method, self.tag, *requested, None)
+                                     method, self.tag, request)
         return Reservation(self, row)
 
     def spend(self, ledger: PrivacyLedger, label: str = "", method: str = "") -> None:
@@ -326,11 +340,11 @@ class BudgetAccountant:
                                 rho=0.0),) if rho_known and delta > 0 else ())),
                 requested_epsilon=float(e) * count, requested_delta=float(delta) * count)
                 for e in budgets]
-            totals.append(_plus(self._after(state, requests), _open(state)))
+            totals.append(self._bound(state, requests))
         spent, spent_delta = (max(t[0] for t in totals), max(t[1] for t in totals))
         if spent > self.epsilon * SLACK or spent_delta > self.delta * SLACK:
             closed = sum(1 for row in state.rows if not row.open)
-            reserved = _open(state)
+            reserved = _basic_open(state)
             asked = ", ".join(f"{float(e):g}" for e in budgets)
             raise BudgetExceededError(
                 f"the budget (epsilon, delta) = ({self.epsilon:g}, {self.delta:g}) would be "
@@ -342,9 +356,11 @@ class BudgetAccountant:
 
     def _close(self, reservation: int | None,
                spends: Sequence[tuple[PrivacyLedger, str, str]]) -> None:
-        """Record ``spends`` (ledger, label, method) and delete the open ``reservation``, in one
-        transaction; a spend that would pass the budget records nothing and gives the
-        reservation back (the fit is not returned: nothing was released)."""
+        """Record ``spends`` (ledger, label, method) in place of the open ``reservation``, in
+        one transaction. A non-private ledger gives the reservation back (the fit raises: no
+        model is returned). A spend that would pass the budget (a ledger outside what its
+        reservation's check allowed for) records nothing and leaves the reservation counted at
+        its request: the fit raises, but its noise was drawn."""
         for ledger, _, _ in spends:
             if not ledger.private:
                 if reservation is not None:
@@ -362,13 +378,12 @@ class BudgetAccountant:
             for ledger, _, _ in spends:
                 self._check_relation(others, ledger.neighbouring)
             ledgers = [ledger for ledger, _, _ in spends]
-            spent = self._after(others, ledgers)
-            epsilon, delta = _plus(spent, _open(others))
+            epsilon, delta = self._bound(others, ledgers)
             if epsilon > self.epsilon * SLACK or delta > self.delta * SLACK:
-                refused = (f"recording this fit would spend ({epsilon:.6g}, {delta:.3g}) of the "
-                           f"budget ({self.epsilon:g}, {self.delta:g})")
-                if reservation is not None:
-                    self._store.delete(cursor, [reservation])
+                refused = (f"recording this fit would spend ({epsilon:.6g}, {delta:.6g}) of the "
+                           f"budget ({self.epsilon:g}, {self.delta:g})" + (
+                               "; its reservation stays counted at its request"
+                               if reservation is not None else ""))
             else:
                 if reservation is not None:
                     self._store.delete(cursor, [reservation])
@@ -378,8 +393,8 @@ class BudgetAccountant:
                 for index, (ledger, label, method) in enumerate(spends):
                     self._store.insert(cursor, self.name, _now(),
                                        label or f"fit {closed + index + 1}", method, self.tag,
-                                       ledger.epsilon, ledger.delta, ledger)
-                self._store.set_spent(cursor, self.name, spent)
+                                       ledger)
+                self._store.set_spent(cursor, self.name, self._after(others, ledgers))
         if refused is not None:
             raise BudgetExceededError(refused)
 
@@ -392,9 +407,9 @@ class BudgetAccountant:
         """Budgets under different neighbouring relations do not add up (an add/remove ``ε``
         is ``2ε`` under replace-one, and a replace-one fit need not be DP under add/remove):
         every fit of one budget uses its relation (an in-memory accountant's: the first
-        fit's)."""
+        spend's, or an open reservation's)."""
         neighbouring = check_neighbouring(neighbouring)
-        fixed = state.terms.neighbouring
+        fixed = _relation(state)
         if fixed is not None and fixed != neighbouring:
             raise ValueError(f"this accountant holds {fixed} fits; a {neighbouring} fit cannot "
                              "be added to them (use one neighbouring relation per accountant)")
@@ -402,12 +417,24 @@ class BudgetAccountant:
     # --- composition ------------------------------------------------------------------------
 
     def _after(self, state: State, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
-        """``(ε, δ)`` of the closed spends once ``ledgers`` join them: every fit composed
-        afresh (:meth:`_compose`), or the total so far plus the new fits by basic composition
-        (both hold; the smaller ``ε`` within the total ``δ`` is kept)."""
+        """``(ε, δ)`` of the closed spends once ``ledgers`` join them (the stored spent
+        total): :meth:`_bound` without the open reservations."""
+        return self._bound(state, ledgers, reserved=False)
+
+    def _bound(self, state: State, ledgers: list[PrivacyLedger],
+               reserved: bool = True) -> tuple[float, float]:
+        """``(ε, δ)`` once ``ledgers`` join the closed spends and (``reserved``) the open
+        reservations, each at its request (:func:`request_ledgers`, which bounds any ledger
+        within it): every fit composed afresh (:meth:`_compose`), or the spent total so far
+        plus the reservations and the new fits by basic composition (both hold; the smaller
+        ``ε`` within the total ``δ`` is kept)."""
         closed = [row.ledger for row in state.rows if row.ledger is not None]
-        composed = self._compose(closed + ledgers)
-        stacked = _plus(state.spent, _basic(ledgers))
+        held = ([ledger for row in state.rows if row.request is not None
+                 for ledger in request_ledgers(row.request, self.composition)]
+                if reserved else [])
+        composed = self._compose(closed + held + ledgers)
+        stacked = _plus(_plus(state.spent, _basic_open(state) if reserved else (0.0, 0.0)),
+                        _basic(ledgers))
         within = [t for t in (composed, stacked) if t[1] <= self.delta * SLACK]
         return min(within or [composed, stacked], key=lambda t: t[0])
 
@@ -439,7 +466,7 @@ class BudgetAccountant:
                             "another process (n_jobs > 1) would never come back to it; run the "
                             "search with n_jobs=1, or keep the budget in a store "
                             "(BudgetAccountant(..., store=path))")
-        return _reopen, (self._where, self.name, self.tag)
+        return _reopen, (self._store.target, self.name, self.tag)
 
     def __repr__(self) -> str:
         epsilon, delta = self.total()
@@ -501,10 +528,44 @@ def _plus(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
     return a[0] + b[0], a[1] + b[1]
 
 
-def _open(state: State) -> tuple[float, float]:
+def _basic_open(state: State) -> tuple[float, float]:
     """The open reservations' requested ``(ε, δ)``, by basic composition."""
     rows = [row for row in state.rows if row.open]
     return math.fsum(row.epsilon for row in rows), math.fsum(row.delta for row in rows)
+
+
+def _relation(state: State) -> str | None:
+    """The budget's neighbouring relation: fixed when it was created, or (in memory) by the
+    first spend or open reservation."""
+    if state.terms.neighbouring is not None:
+        return state.terms.neighbouring
+    for row in state.rows:
+        if row.ledger is not None:
+            return row.ledger.neighbouring
+        if row.request is not None:
+            return row.request.neighbouring
+    return None
+
+
+def request_ledgers(request: Request, composition: str) -> list[PrivacyLedger]:
+    """An open reservation as ledgers that bound every ledger within its request under
+    ``composition``: one per requested budget ``ε_i`` (``count`` fits), pure releases of
+    ``ε_i`` (``ρ = ε_i²/2``, at least any pure or Gaussian ledger of total ``ε_i``) and, with
+    ``δ > 0``, for the zCDP route a release of ``(ε_i, δ)`` without a ``ρ`` beside them (its
+    share of ``ε_i`` may be spent either way); for basic and advanced composition one
+    ``(ε_i, δ)`` release."""
+    ledgers = []
+    for epsilon in request.epsilons:
+        entries = [LedgerEntry("reserved fit", "requested", epsilon, 0.0, request.count,
+                               rho=0.5 * epsilon**2)]
+        if request.delta > 0:
+            rho_free = LedgerEntry("reserved fit", "requested", epsilon, request.delta,
+                                   request.count)
+            entries = [*entries, rho_free] if composition == "zcdp" else [rho_free]
+        ledgers.append(PrivacyLedger(tuple(entries), request.neighbouring,
+                                     requested_epsilon=epsilon * request.count,
+                                     requested_delta=request.delta * request.count))
+    return ledgers
 
 
 def _reopen(store: Any, name: str, tag: str) -> BudgetAccountant:

@@ -31,7 +31,9 @@ import math
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from dpjax.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -61,9 +63,26 @@ class Terms:
 
 
 @dataclasses.dataclass(frozen=True)
+class Request:
+    """A reservation's request: ``count`` fits at each of ``epsilons``, each with ``delta``,
+    under ``neighbouring``."""
+
+    epsilons: tuple[float, ...]
+    delta: float
+    count: int
+    neighbouring: str
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """Its ``(ε, δ)`` by basic composition."""
+        return (math.fsum(self.epsilons) * self.count,
+                self.delta * len(self.epsilons) * self.count)
+
+
+@dataclasses.dataclass(frozen=True)
 class Row:
     """One row of ``dpjax_spends``: a closed spend (``ledger`` set) or an open reservation
-    (``ledger`` ``None``; ``epsilon``, ``delta`` its requested budget by basic composition)."""
+    (``request`` set; ``epsilon``, ``delta`` its total by basic composition)."""
 
     id: int
     time: str
@@ -73,6 +92,7 @@ class Row:
     epsilon: float
     delta: float
     ledger: PrivacyLedger | None
+    request: Request | None = None
 
     @property
     def open(self) -> bool:
@@ -102,13 +122,20 @@ def ledger_from_json(text: str) -> PrivacyLedger:
 
 
 def describe(store: Any) -> str:
-    """The store as a user named it (a URL's password left out)."""
+    """The store as a user named it, a URL's password left out (``user:password@`` and a
+    ``password=`` parameter)."""
     text = os.fspath(store) if isinstance(store, os.PathLike) else str(store)
-    if text.startswith(POSTGRES_SCHEMES) and "@" in text:
-        scheme, rest = text.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        return f"{scheme}://{credentials.split(':')[0]}@{host}"
-    return text
+    if not text.startswith(POSTGRES_SCHEMES):
+        return text
+    parts = urllib.parse.urlsplit(text)
+    netloc = parts.netloc
+    if "@" in netloc:
+        credentials, host = netloc.rsplit("@", 1)
+        netloc = f"{credentials.split(':')[0]}@{host}"
+    query = urllib.parse.urlencode([(k, "***" if k.lower() == "password" else v) for k, v in
+                                    urllib.parse.parse_qsl(parts.query, keep_blank_values=True)],
+                                   safe="/")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 class SQLStore:
@@ -118,9 +145,11 @@ class SQLStore:
     id_column = "INTEGER PRIMARY KEY AUTOINCREMENT"
     real = "REAL"
     returning = ""
+    elsewhere = ": name a new file"
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self.target = where        # what reopens the same store in another process
         self._connection: Any = None
         self._pid = -1
         self._lock = threading.Lock()
@@ -131,9 +160,14 @@ class SQLStore:
     def connect(self) -> Any:
         raise NotImplementedError
 
-    def begin(self, cursor: Any) -> None:
-        """Open the write transaction, holding the store's write lock before any read."""
+    def begin(self, cursor: Any, write: bool) -> None:
+        """Open a transaction: a write one holds the store's write lock before any read; a
+        read one sees one consistent state and takes no lock."""
         raise NotImplementedError
+
+    def usable(self, connection: Any) -> bool:
+        """Whether a kept connection can start a transaction (not closed, none left open)."""
+        return True
 
     def translate(self, error: Exception) -> Exception | None:
         """The user's error for a driver error, or ``None`` to let it through."""
@@ -146,8 +180,13 @@ class SQLStore:
 
     @property
     def connection(self) -> Any:
-        if self._connection is None or (self.shared and self._pid != os.getpid()):
-            self._connection, self._pid = self.connect(), os.getpid()   # a forked child's own
+        stale = self._connection is not None and (
+            (self.shared and self._pid != os.getpid()) or not self.usable(self._connection))
+        if stale and self._pid == os.getpid():
+            with contextlib.suppress(Exception):
+                self._connection.close()
+        if self._connection is None or stale:   # a forked child's own, or a dropped session's
+            self._connection, self._pid = self.connect(), os.getpid()
         return self._connection
 
     @property
@@ -157,25 +196,24 @@ class SQLStore:
         return True
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """One write transaction on the store, exclusive of every other process's:
-        committed when the block ends, rolled back when it raises."""
+    def transaction(self, write: bool = True) -> Iterator[Any]:
+        """One transaction on the store, committed when the block ends and rolled back when
+        it (or its start) raises; a write transaction is exclusive of every other process's
+        writes."""
         with self._lock:
+            cursor = None
             try:
                 cursor = self.connection.cursor()
-                self.begin(cursor)
-            except Exception as error:
-                raise (self.translate(error) or error) from error
-            try:
+                self.begin(cursor, write)
                 yield cursor
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    cursor.execute("ROLLBACK")
-                raise
-            try:
                 cursor.execute("COMMIT")
-            except Exception as error:
-                raise (self.translate(error) or error) from error
+            except BaseException as error:
+                if cursor is not None:
+                    with contextlib.suppress(Exception):
+                        cursor.execute("ROLLBACK")
+                if isinstance(error, Exception):
+                    raise (self.translate(error) or error) from error
+                raise
 
     def execute(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
@@ -195,7 +233,7 @@ class SQLStore:
                 held = (f"a database of other tables ({', '.join(sorted(tables)[:5])})"
                         if tables else "an empty database")
                 raise BudgetStoreError(f"store {self.where!r} is {held}, not a dpjax budget "
-                                       "store")
+                                       f"store{self.elsewhere}")
             self.execute(cursor, "CREATE TABLE dpjax_store (key TEXT PRIMARY KEY, value TEXT)")
             self.execute(cursor, "INSERT INTO dpjax_store VALUES ('format', ?), ('version', ?)",
                          (FORMAT, str(VERSION)))
@@ -207,7 +245,7 @@ class SQLStore:
                 id {self.id_column}, budget TEXT NOT NULL REFERENCES dpjax_budgets(name),
                 time TEXT NOT NULL, label TEXT NOT NULL, method TEXT NOT NULL,
                 tag TEXT NOT NULL, epsilon {self.real} NOT NULL, delta {self.real} NOT NULL,
-                ledger TEXT)""")
+                ledger TEXT, request TEXT)""")
             self.execute(cursor, "CREATE INDEX dpjax_spends_budget ON dpjax_spends (budget, id)")
             return
         found = dict(self.execute(cursor, "SELECT key, value FROM dpjax_store").fetchall())
@@ -252,30 +290,45 @@ class SQLStore:
         if found is None:
             raise BudgetStoreError(f"store {self.where!r} holds no budget named {name!r}")
         rows = self.execute(cursor, "SELECT id, time, label, method, tag, epsilon, delta, "
-                            "ledger FROM dpjax_spends WHERE budget = ? ORDER BY id",
+                            "ledger, request FROM dpjax_spends WHERE budget = ? ORDER BY id",
                             (name,)).fetchall()
         return State(found[0], found[1], tuple(self._row(*row) for row in rows))
 
     def _row(self, id: int, time: str, label: str, method: str, tag: str, epsilon: float,
-             delta: float, ledger: str | None) -> Row:
+             delta: float, ledger: str | None, request: str | None) -> Row:
         """A row, its ledger decoded once per process (rows are never updated)."""
-        decoded = None
-        if ledger is not None:
-            decoded = self._ledgers.get(id)
-            if decoded is None:
-                try:
+        decoded, asked = None, None
+        try:
+            if ledger is not None:
+                decoded = self._ledgers.get(id)
+                if decoded is None:
                     decoded = self._ledgers[id] = ledger_from_json(ledger)
-                except (ValueError, TypeError, KeyError) as error:
-                    raise BudgetStoreError(f"store {self.where!r} holds an unreadable ledger "
-                                           f"(spend {id}): {error}") from error
-        return Row(int(id), time, label, method, tag, float(epsilon), float(delta), decoded)
+            elif request is not None:
+                fields = json.loads(request)
+                asked = Request(tuple(float(e) for e in fields["epsilons"]),
+                                float(fields["delta"]), int(fields["count"]),
+                                str(fields["neighbouring"]))
+            else:
+                raise ValueError("neither a ledger nor a request")
+        except (ValueError, TypeError, KeyError) as error:
+            raise BudgetStoreError(f"store {self.where!r} holds an unreadable spend ({id}): "
+                                   f"{error}") from error
+        return Row(int(id), time, label, method, tag, float(epsilon), float(delta), decoded,
+                   asked)
 
     def insert(self, cursor: Any, name: str, time: str, label: str, method: str, tag: str,
-               epsilon: float, delta: float, ledger: PrivacyLedger | None) -> int:
+               spent: PrivacyLedger | Request) -> int:
+        """A closed spend (a ledger) or an open reservation (a request)."""
+        if isinstance(spent, Request):
+            (epsilon, delta), ledger = spent.total, None
+            request = json.dumps(dataclasses.asdict(spent))
+        else:
+            epsilon, delta, ledger, request = (spent.epsilon, spent.delta, ledger_json(spent),
+                                               None)
         self.execute(cursor, "INSERT INTO dpjax_spends (budget, time, label, method, tag, "
-                     "epsilon, delta, ledger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                     + self.returning, (name, time, label, method, tag, epsilon, delta,
-                                        None if ledger is None else ledger_json(ledger)))
+                     "epsilon, delta, ledger, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                     + self.returning, (name, time, label, method, tag, epsilon, delta, ledger,
+                                        request))
         return int(cursor.fetchone()[0] if self.returning else cursor.lastrowid)
 
     def delete(self, cursor: Any, ids: Sequence[int]) -> None:
@@ -294,9 +347,10 @@ class SQLStore:
 class SQLiteStore(SQLStore):
     """An SQLite file (or ``":memory:"``, one accountant's private database)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_only: bool = False) -> None:
         super().__init__(path)
-        self.path = path
+        self.path = self.target = path if path == ":memory:" else os.path.abspath(path)
+        self.read_only = read_only
 
     @property
     def memory(self) -> bool:
@@ -316,6 +370,12 @@ class SQLiteStore(SQLStore):
             if not os.path.isdir(folder):
                 raise BudgetStoreError(f"store {self.where!r}: no folder {folder!r}")
         try:
+            if self.read_only:    # inspection: a store the user may read but not write
+                connection = sqlite3.connect(f"{Path(self.path).as_uri()}?mode=ro", uri=True,
+                                             timeout=BUSY_TIMEOUT, isolation_level=None,
+                                             check_same_thread=False)
+                connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return connection
             connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None,
                                          check_same_thread=False)
             if not self.memory:
@@ -328,8 +388,11 @@ class SQLiteStore(SQLStore):
             raise (self.translate(error) or error) from error
         return connection
 
-    def begin(self, cursor: Any) -> None:
-        cursor.execute("BEGIN IMMEDIATE")
+    def begin(self, cursor: Any, write: bool) -> None:
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def usable(self, connection: Any) -> bool:
+        return not connection.in_transaction
 
     def tables(self, cursor: Any) -> set[str]:
         found = self.execute(cursor, "SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -362,10 +425,12 @@ class PostgresStore(SQLStore):
     id_column = "BIGSERIAL PRIMARY KEY"
     real = "DOUBLE PRECISION"
     returning = " RETURNING id"
+    elsewhere = (": use a database of its own, or a schema of its own "
+                 "(postgresql://.../db?options=-csearch_path%3Ddpjax after CREATE SCHEMA dpjax)")
 
     def __init__(self, url: str) -> None:
         super().__init__(describe(url))
-        self.url = url
+        self.url = self.target = url
 
     def connect(self) -> Any:
         try:
@@ -379,11 +444,22 @@ class PostgresStore(SQLStore):
         except psycopg.Error as error:
             raise BudgetStoreError(f"store {self.where!r}: cannot connect ({error})") from error
 
-    def begin(self, cursor: Any) -> None:
-        cursor.execute("BEGIN")
+    def begin(self, cursor: Any, write: bool) -> None:
+        if not write:      # one snapshot, no lock
+            cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return
+        # read committed whatever the server's default: each read after the lock sees every
+        # transaction committed before it (a snapshot taken while waiting would not)
+        cursor.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         # the store's lock, taken before any read (the layout's creation included): every
-        # transaction on the store's budgets runs in one serial order, as BEGIN IMMEDIATE's
+        # write on the store's budgets runs in one serial order, as BEGIN IMMEDIATE's
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext('dpjax-budget-store'))")
+
+    def usable(self, connection: Any) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return (not connection.closed and not connection.broken
+                and connection.info.transaction_status == TransactionStatus.IDLE)
 
     def tables(self, cursor: Any) -> set[str]:
         found = self.execute(cursor, "SELECT tablename FROM pg_tables WHERE schemaname = "
@@ -404,9 +480,10 @@ class PostgresStore(SQLStore):
         return None
 
 
-def open_store(store: Any) -> SQLStore:
+def open_store(store: Any, read_only: bool = False) -> SQLStore:
     """The store a user named: ``None`` (this accountant's memory), a PostgreSQL URL, an
-    ``sqlite:///`` URL or a path."""
+    ``sqlite:///`` URL or a path (made absolute: a worker process in another folder opens
+    the same file); ``read_only``: an SQLite file opened for reading only."""
     if store is None:
         return SQLiteStore(":memory:")
     if not isinstance(store, (str, os.PathLike)):
@@ -422,7 +499,7 @@ def open_store(store: Any) -> SQLStore:
                          f"got {text!r}")
     if os.path.isdir(text):
         raise BudgetStoreError(f"store {text!r} is a folder: name a file in it")
-    return SQLiteStore(text)
+    return SQLiteStore(text, read_only)
 
 
 def same_number(a: float, b: float) -> bool:

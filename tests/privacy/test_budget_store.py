@@ -222,7 +222,16 @@ def test_eight_processes_never_pass_a_stored_sqlite_budget(tmp_path):
 
 @pytest.mark.slow
 def test_eight_processes_never_pass_a_postgres_budget(tmp_path, postgres):
-    check_load(postgres, tmp_path)
+    """On a database whose default isolation is repeatable read (a snapshot taken while
+    waiting for the lock would read a stale total): the store's transactions set their own."""
+    import psycopg
+
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS dpjax_load")
+        admin.execute("CREATE DATABASE dpjax_load")
+        admin.execute("ALTER DATABASE dpjax_load SET default_transaction_isolation = "
+                      "'repeatable read'")
+    check_load(postgres.replace("/postgres?", "/dpjax_load?"), tmp_path)
 
 
 @pytest.mark.slow
@@ -296,3 +305,78 @@ def test_stored_spends_compose_by_the_in_memory_routes(tmp_path, composition, de
     assert [s.ledger for s in stored.spends] == [s.ledger for s in memory.spends]
     if composition == "zcdp":      # many small pure spends: zCDP composes them better
         assert stored.total()[0] < math.fsum(ledger.epsilon for ledger in ledgers)
+
+
+def test_concurrent_reservations_close_within_their_requests(tmp_path):
+    """A zCDP budget with many closed spends: A (pure) and B (δ > 0) reserve, then each closes
+    with a ledger of exactly its request; neither is refused (the reservations compose as
+    their requests, not by basic composition on top of a route's total δ)."""
+    accountant = BudgetAccountant(8.0, 1e-5, composition="zcdp", store=tmp_path / "z.db")
+    for _ in range(100):
+        accountant.spend(pure(0.1))
+    first = accountant.reserve(0.3)
+    second = accountant.reserve(0.1, 1e-8)
+    first.commit([(pure(0.3), "A")])
+    second.commit([(PrivacyLedger((LedgerEntry("sums", "Laplace", 0.1, 1e-8),),
+                                  requested_epsilon=0.1, requested_delta=1e-8), "B")])
+    assert [s.label for s in accountant.spends[-2:]] == ["A", "B"]
+    assert accountant.reserved == () and accountant.total()[0] <= 8.0
+
+
+def test_a_commit_past_the_budget_keeps_its_reservation(tmp_path):
+    """A ledger beyond what its reservation's check allowed for is refused, and the
+    reservation stays counted (the fit's noise was drawn)."""
+    accountant = BudgetAccountant(1.0, store=tmp_path / "b.db")
+    reservation = accountant.reserve(0.5)
+    with pytest.raises(BudgetExceededError, match="stays counted"):
+        reservation.commit([(pure(1.5), "too much")])
+    assert accountant.spends == () and accountant.reserved[0].epsilon == 0.5
+
+
+def test_a_failed_or_cancelled_fit_fixes_no_neighbouring_relation(data):
+    X, y = data
+    accountant = BudgetAccountant(10.0)
+    with pytest.raises(ValueError, match="NaN"):
+        dpjax.fit(X * np.nan, y, epsilon=1.0, bounds=(0, 1), neighbouring="replace_one",
+                  accountant=accountant, **SMALL)
+    accountant.reserve(1.0, neighbouring="replace_one").cancel()
+    assert accountant.neighbouring is None
+    dpjax.fit(X, y, epsilon=1.0, bounds=(0, 1), key=0, accountant=accountant, **SMALL)
+    assert accountant.neighbouring == "add_remove"
+    with pytest.raises(ValueError, match="one neighbouring relation"):
+        accountant.reserve(1.0, neighbouring="replace_one")
+
+
+def test_a_relative_store_path_is_the_same_file_after_a_chdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    accountant = BudgetAccountant(1.0, store="budget.db")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    pickle.loads(pickle.dumps(accountant)).spend(pure(0.25))
+    accountant.spend(pure(0.25))
+    assert accountant.total()[0] == 0.5 and not (tmp_path / "elsewhere" / "budget.db").exists()
+
+
+def test_reopening_with_epsilon_compares_every_term_and_inspection_writes_nothing(tmp_path):
+    path = tmp_path / "terms.db"
+    BudgetAccountant(1.0, 1e-6, composition="zcdp", store=path)
+    with pytest.raises(BudgetStoreError, match="delta 0.0 \\(stored: 1e-06\\)"):
+        BudgetAccountant(1.0, store=path)            # delta left out: its default, 0
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    seen = BudgetAccountant(store=path, read_only=True)
+    assert (seen.epsilon, seen.delta, seen.composition) == (1.0, 1e-6, "zcdp")
+    assert seen.spends == () and BudgetAccountant.budgets(path) == ["default"]
+    with pytest.raises(BudgetStoreError, match="cannot be written"):
+        seen.spend(pure(0.1))
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()
+            if p.name in before} == before
+    with pytest.raises(BudgetStoreError, match="holds no budget named 'other'$"):
+        BudgetAccountant(store=path, name="other", read_only=True)
+
+
+def test_a_postgres_url_s_password_is_never_shown():
+    from dpjax.privacy.budget_store import describe
+
+    assert describe("postgresql://alice:s3cret@db.example/budgets?sslmode=require"
+                    "&password=hunter2") == ("postgresql://alice@db.example/budgets?"
+                                             "sslmode=require&password=%2A%2A%2A")
