@@ -50,8 +50,9 @@ model: a returned model's spend is always recorded. A fit that fails before it r
 its reservation back. A reservation whose process died stays counted at its request (the
 fit's noise may have been drawn): that errs on the side of the budget; so does one whose ledger
 the closing transaction refuses. Open reservations count as their requests in every check
-(:func:`request_ledgers`: under the same composition route), so fits that close within their
-requests are never refused.
+(:func:`request_ledgers`: under the same composition route), so concurrent fits do not refuse
+each other's closes; a close is refused only where its own ledger falls outside the bound its
+check took (under the zCDP route, a large ``δ > 0`` fit mixing pure and ``ρ``-less releases).
 
 The accountant is a shared account: ``copy.deepcopy`` (which scikit-learn's ``clone`` uses on
 hyper-parameters) returns the same accountant, so every clone of an estimator in a grid search
