@@ -22,14 +22,6 @@ from dpjax.privacy import (
 SMALL = dict(method="random_trees", n_trees=3, depth=2)
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (300, 3))
-    y = (X[:, 0] + 0.2 * rng.normal(size=300) > 0.5).astype(int)
-    return X, y
-
-
 def test_fits_spend_until_the_total_and_the_next_is_refused_before_any_work(data):
     X, y = data
     accountant = BudgetAccountant(epsilon=2.5)

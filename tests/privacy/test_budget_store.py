@@ -29,14 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (200, 3))
-    y = (X[:, 0] + 0.2 * rng.normal(size=200) > 0.5).astype(int)
-    return X, y
-
-
-@pytest.fixture(scope="module")
 def postgres():
     """A PostgreSQL server of the embedded ``pgserver`` package: its URL, or the test is skipped
     with the reason it cannot start."""
