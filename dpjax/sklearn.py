@@ -16,7 +16,9 @@ exists when the learner has a decision function.
 grid searches. Every fit of a grid search or a cross-validation loop is a release on the same
 data: give the estimator an ``accountant=dpjax.BudgetAccountant(epsilon=...)`` and every clone
 spends from it (a fit that would exceed its total raises
-:class:`dpjax.BudgetExceededError` before any work; run such searches with ``n_jobs=1``). The
+:class:`dpjax.BudgetExceededError` before any work; run such searches with ``n_jobs=1``, or
+keep the budget in a store, ``BudgetAccountant(..., store=path)``, which every worker process
+spends from). The
 accountant covers the fits, not the search's scores: ``cv_results_`` and ``best_params_`` are
 exact accuracies on private validation folds, which no ledger sees. Tune on public or held-out
 data you may spend.
