@@ -719,9 +719,12 @@ def _encode_categorical(
     spec: FeatureSpec, j: int, column: pd.Series, missing_code: int | None, policy: str
 ) -> np.ndarray:
     name, cats = spec.names[j], spec.categories[j]
-    values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
-    nan = pd.isna(values).to_numpy()
-    codes = category_index(values, cats)
+    # one hashing pass: each distinct value looked up once (missing values: -1)
+    factor, distinct = pd.factorize(column, use_na_sentinel=True)
+    nan = factor < 0
+    lookup = category_index(np.asarray(distinct, dtype=object)
+                            if isinstance(column.dtype, pd.CategoricalDtype) else distinct, cats)
+    codes = np.where(nan, -1, lookup[np.maximum(factor, 0)] if lookup.size else -1)
     unknown = (codes < 0) & ~nan
     if nan.any() and missing_code is None:
         raise _missing_error(name)
