@@ -104,12 +104,18 @@ def test_three_run_budgets_never_exceed_epsilon(epsilon):
     assert epsilon_c == float(np.float32(epsilon_c))       # what the runs trace
 
 
-def test_the_accountant_is_checked_before_and_spent_after(data):
-    accountant = dpjax.BudgetAccountant(epsilon=1.5)
-    tune(*data, accountant=accountant)
+@pytest.mark.parametrize("stored", [False, True])
+def test_the_accountant_is_checked_before_and_spent_after(data, stored, tmp_path):
+    store = tmp_path / "budget.db" if stored else None
+    accountant = dpjax.BudgetAccountant(epsilon=1.5, store=store)
+    model = tune(*data, accountant=accountant)
     assert accountant.total()[0] <= EPSILON
     with pytest.raises(dpjax.BudgetExceededError):
         tune(*data, accountant=accountant)
+    if stored:     # the store holds the tune's ledger, and no reservation is left open
+        again = dpjax.BudgetAccountant(store=store)
+        assert [s.ledger for s in again.spends] == [model.privacy]
+        assert again.spends[0].label.startswith("tune ") and again.reserved == ()
 
 
 # --------------------------------------------------------------------------------------------
