@@ -328,7 +328,8 @@ def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_
     shape affords one round for three features, so the fit boosts random trees (the table is
     empty, the rounds are the random schedule's); at ε = 3 it makes one cyclic pass (the
     Laplace plan's, at δ = 0; five oblivious trees affordable, not all eight); at ε = 8 the
-    budget affords all eight oblivious trees. With more than two classes, random trees also
+    budget affords all eight oblivious trees (its features numeric: a code threshold serves
+    them). With more than two classes, random trees also
     where their schedule affords fewer than ``n_trees``."""
     assert list(inspect.signature(auto_uses_random).parameters) == [
         "cyclic_rounds", "trees", "n_features", "most", "multi", "shape"]
@@ -352,7 +353,7 @@ def test_auto_shape_boosts_random_trees_where_the_cyclic_schedule_cannot_afford_
     assert int((np.asarray(large_costs[LAPLACE_ROUNDS].epsilon) > 0).sum()) == 3
     assert np.mean(np.asarray(newton_decision(large, codes) > 0) == Y) > 0.6
     rich, rich_costs = fit_newton_boosted(jax.random.key(0), codes, y, jnp.float32(8.0),
-                                          n_codes_per_feature=N_CODES)
+                                          n_codes_per_feature=N_CODES, n_ordered=N_CODES)
     assert np.all(np.asarray(rich.table) == 0) and np.any(np.asarray(rich.trees.leaf) != 0)
     assert int((np.asarray(rich_costs[SELECT_LABEL].epsilon) > 0).any(axis=1).sum()) == 8
     # at ε = 0.05 on 400 rows one fit is mostly noise (accuracy 0.46-0.72 over keys); over 40
