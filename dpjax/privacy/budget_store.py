@@ -412,6 +412,9 @@ class SQLiteStore(SQLStore):
             return BudgetStoreError(f"store {self.where!r} cannot be written ({text}): a "
                                     "budget store needs a writable file in a writable folder "
                                     "(SQLite adds its -wal and -shm files beside it)")
+        if "no such column" in text or "no such table" in text:
+            return BudgetStoreError(f"store {self.where!r} has another layout than a dpjax "
+                                    f"budget store of version {VERSION} ({text})")
         if "locked" in text or "busy" in text:
             return BudgetStoreError(f"store {self.where!r} stayed locked by another process "
                                     f"for {BUSY_TIMEOUT:g} s ({text})")
@@ -473,6 +476,9 @@ class PostgresStore(SQLStore):
             import psycopg
         except ImportError:
             return None
+        if isinstance(error, (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable)):
+            return BudgetStoreError(f"store {self.where!r} has another layout than a dpjax "
+                                    f"budget store of version {VERSION} ({error})")
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return BudgetStoreError(f"store {self.where!r} cannot be written ({error})")
         if isinstance(error, psycopg.OperationalError):

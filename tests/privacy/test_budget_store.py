@@ -112,6 +112,12 @@ def test_bad_stores_get_clear_errors(tmp_path):
         connection.execute("CREATE TABLE patients (id INTEGER)")
     with pytest.raises(BudgetStoreError, match="other tables \\(patients\\), not a dpjax"):
         BudgetAccountant(1.0, store=other)
+    broken = tmp_path / "broken.db"                  # a store whose layout was altered
+    BudgetAccountant(1.0, store=broken)
+    with sqlite3.connect(broken) as connection:
+        connection.execute("ALTER TABLE dpjax_spends DROP COLUMN request")
+    with pytest.raises(BudgetStoreError, match="another layout"):
+        BudgetAccountant(store=broken).spend(pure(0.1))
     with pytest.raises(BudgetStoreError, match="cannot be written"):   # a folder nobody writes
         BudgetAccountant(1.0, store="/proc/dpjax-budget.db")
     with pytest.raises(BudgetStoreError, match="is a folder"):
