@@ -429,21 +429,29 @@ class BudgetAccountant:
         within it): every fit composed afresh (:meth:`_compose`), or the spent total so far
         plus the reservations and the new fits by basic composition (both hold; the smaller
         ``ε`` within the total ``δ`` is kept)."""
-        closed = [row.ledger for row in state.rows if row.ledger is not None]
+        closed = [row for row in state.rows if row.ledger is not None]
         held = ([ledger for row in state.rows if row.request is not None
                  for ledger in request_ledgers(row.request, self.composition)]
                 if reserved else [])
-        composed = self._compose(closed + held + ledgers)
+        # the closed spends' own totals as recorded (each ledger's, when it was inserted)
+        recorded = (math.fsum(row.epsilon for row in closed),
+                    math.fsum(row.delta for row in closed))
+        composed = self._compose([row.ledger for row in closed] + held + ledgers,
+                                 _plus(recorded, _basic(held + ledgers)))
         stacked = _plus(_plus(state.spent, _basic_open(state) if reserved else (0.0, 0.0)),
                         _basic(ledgers))
         within = [t for t in (composed, stacked) if t[1] <= self.delta * SLACK]
         return min(within or [composed, stacked], key=lambda t: t[0])
 
-    def _compose(self, ledgers: list[PrivacyLedger]) -> tuple[float, float]:
+    def _compose(self, ledgers: list[PrivacyLedger],
+                 basic: tuple[float, float] | None = None) -> tuple[float, float]:
         """``(ε, δ)`` of ``ledgers`` (each one fit) under :attr:`composition`, at most basic's:
         advanced composition composes the fits' totals (one release each), zCDP every release
-        of every fit (:mod:`dpjax.privacy.composition`)."""
-        basic = _basic(ledgers)
+        of every fit (:mod:`dpjax.privacy.composition`); ``basic``: their basic total, where
+        known."""
+        basic = _basic(ledgers) if basic is None else basic
+        if self.composition == "basic":     # a ledger's own total is at most its basic sum
+            return basic
         if self.composition == "advanced":
             entries = [LedgerEntry("fit", "", ledger.epsilon, ledger.delta) for ledger in ledgers]
         else:

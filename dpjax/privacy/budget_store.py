@@ -43,6 +43,8 @@ VERSION = 1
 BUSY_TIMEOUT = 120.0
 """Seconds a transaction waits for another process's write lock before it fails."""
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+CACHED_LEDGERS = 1_000_000
+"""Decoded ledgers a process keeps (the oldest go first: they are read again if needed)."""
 
 
 class BudgetStoreError(ValueError):
@@ -289,10 +291,18 @@ class SQLStore:
         found = self.terms(cursor, name)
         if found is None:
             raise BudgetStoreError(f"store {self.where!r} holds no budget named {name!r}")
+        # a closed spend's ledger text is read once per process (rows are never updated)
         rows = self.execute(cursor, "SELECT id, time, label, method, tag, epsilon, delta, "
-                            "ledger, request FROM dpjax_spends WHERE budget = ? ORDER BY id",
-                            (name,)).fetchall()
-        return State(found[0], found[1], tuple(self._row(*row) for row in rows))
+                            "CASE WHEN ledger IS NULL THEN NULL ELSE '' END, request FROM "
+                            "dpjax_spends WHERE budget = ? ORDER BY id", (name,)).fetchall()
+        unread = [row[0] for row in rows if row[7] is not None and row[0] not in self._ledgers]
+        texts: dict[int, str] = {}
+        if unread:
+            texts = dict(self.execute(
+                cursor, "SELECT id, ledger FROM dpjax_spends WHERE budget = ? AND id >= ? AND "
+                "ledger IS NOT NULL", (name, min(unread))).fetchall())
+        return State(found[0], found[1], tuple(
+            self._row(*row[:7], texts.get(row[0], row[7]), row[8]) for row in rows))
 
     def _row(self, id: int, time: str, label: str, method: str, tag: str, epsilon: float,
              delta: float, ledger: str | None, request: str | None) -> Row:
@@ -303,6 +313,8 @@ class SQLStore:
                 decoded = self._ledgers.get(id)
                 if decoded is None:
                     decoded = self._ledgers[id] = ledger_from_json(ledger)
+                    if len(self._ledgers) > CACHED_LEDGERS:
+                        self._ledgers.pop(next(iter(self._ledgers)))
             elif request is not None:
                 fields = json.loads(request)
                 asked = Request(tuple(float(e) for e in fields["epsilons"]),
