@@ -183,7 +183,6 @@ class BudgetAccountant:
         self.name, self.tag = name, default_tag() if tag is None else str(tag)
         read_only = read_only and store is not None
         self._store: SQLStore = open_store(store, read_only)
-        self._where = store
         creates = not read_only and (epsilon is not None or store is None)
         if not creates and not self._store.exists:
             raise BudgetStoreError(f"no budget store at {self._store.where!r}"
@@ -244,7 +243,7 @@ class BudgetAccountant:
     @property
     def store(self) -> str | None:
         """Where the budget lives (a URL without its password), or ``None`` (in memory)."""
-        return None if self._where is None else self._store.where
+        return self._store.where if self._store.shared else None
 
     @property
     def neighbouring(self) -> str | None:
@@ -280,7 +279,9 @@ class BudgetAccountant:
         """``(ε, δ)`` left of the total, the open reservations taken at their request: a fit
         that requests at most this much is never refused (it adds to the spent total by basic
         composition at worst)."""
-        state = self._read()
+        return self._left(self._read())
+
+    def _left(self, state: State) -> tuple[float, float]:
         epsilon, delta = _plus(state.spent, _basic_open(state))
         return max(self.epsilon - epsilon, 0.0), max(self.delta - delta, 0.0)
 
@@ -291,8 +292,7 @@ class BudgetAccountant:
         ``epsilon=None`` (a non-private fit) is always refused, and so is a fit under another
         neighbouring relation than the budget's (``ValueError``). Reserves nothing
         (:meth:`reserve`)."""
-        budgets = self._budgets(epsilon)
-        self._check_request(self._read(), budgets, delta, count, neighbouring)
+        self._check_request(self._read(), _request(epsilon, delta, count, neighbouring))
 
     def reserve(self, epsilon: float | Sequence[float] | None, delta: float = 0.0, *,
                 count: int = 1, neighbouring: str = "add_remove", label: str = "",
@@ -301,12 +301,10 @@ class BudgetAccountant:
         transaction: concurrent processes can never pass the budget together. Close it with
         :meth:`Reservation.commit` (the fits' ledgers) or give it back with
         :meth:`Reservation.cancel`; as a context manager, an exception gives it back."""
-        budgets = self._budgets(epsilon)
-        request = Request(tuple(float(e) for e in budgets), float(delta), int(count),
-                          check_neighbouring(neighbouring))
+        request = _request(epsilon, delta, count, neighbouring)
         with self._store.transaction() as cursor:
             state = self._store.state(cursor, self.name)
-            self._check_request(state, budgets, delta, count, neighbouring)
+            self._check_request(state, request)
             row = self._store.insert(cursor, self.name, _now(), label or "fit in progress",
                                      method, self.tag, request)
         return Reservation(self, row)
@@ -319,29 +317,13 @@ class BudgetAccountant:
 
     # --- inside the transactions ------------------------------------------------------------
 
-    @staticmethod
-    def _budgets(epsilon: float | Sequence[float] | None) -> list[Any]:
-        budgets = [epsilon] if epsilon is None or np.ndim(epsilon) == 0 else list(epsilon)
-        if any(e is None for e in budgets):
-            raise BudgetExceededError("a non-private fit (epsilon=None) cannot be accounted: it "
-                                      "spends an unbounded budget")
-        return budgets
-
-    def _check_request(self, state: State, budgets: list[Any], delta: float, count: int,
-                       neighbouring: str) -> None:
-        self._check_relation(state, neighbouring)
+    def _check_request(self, state: State, request: Request) -> None:
+        self._check_relation(state, request.neighbouring)
         # a pure request is eps^2/2-zCDP; one with delta > 0 may spend its epsilon in pure
         # releases (rho = eps^2/2) or in (eps, delta) ones without a rho: both extremes count
-        totals = []
-        for rho_known in ({True} if delta == 0 else {True, False}):
-            requests = [PrivacyLedger(
-                (LedgerEntry("requested fit", "requested", float(e), 0.0 if rho_known else
-                             float(delta), count, rho=0.5 * float(e)**2 if rho_known else None),
-                 *((LedgerEntry("requested fit", "requested", 0.0, float(delta), count,
-                                rho=0.0),) if rho_known and delta > 0 else ())),
-                requested_epsilon=float(e) * count, requested_delta=float(delta) * count)
-                for e in budgets]
-            totals.append(self._bound(state, requests))
+        delta, count, budgets = request.delta, request.count, request.epsilons
+        totals = [self._bound(state, request_ledgers(request, forms)) for forms in (
+            [("pure", "delta"), ("rho_free",)] if delta > 0 else [("pure",)])]
         spent, spent_delta = (max(t[0] for t in totals), max(t[1] for t in totals))
         if spent > self.epsilon * SLACK or spent_delta > self.delta * SLACK:
             closed = sum(1 for row in state.rows if not row.open)
@@ -431,7 +413,8 @@ class BudgetAccountant:
         ``ε`` within the total ``δ`` is kept)."""
         closed = [row for row in state.rows if row.ledger is not None]
         held = ([ledger for row in state.rows if row.request is not None
-                 for ledger in request_ledgers(row.request, self.composition)]
+                 for ledger in request_ledgers(row.request,
+                                               held_forms(row.request, self.composition))]
                 if reserved else [])
         # the closed spends' own totals as recorded (each ledger's, when it was inserted)
         recorded = (math.fsum(row.epsilon for row in closed),
@@ -470,7 +453,7 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self) -> Any:
-        if self._where is None:
+        if not self._store.shared:
             raise TypeError("an in-memory BudgetAccountant cannot be pickled: spending in "
                             "another process (n_jobs > 1) would never come back to it; run the "
                             "search with n_jobs=1, or keep the budget in a store "
@@ -478,10 +461,12 @@ class BudgetAccountant:
         return _reopen, (self._store.target, self.name, self.tag)
 
     def __repr__(self) -> str:
-        epsilon, delta = self.total()
-        where = "" if self._where is None else f", store={self._store.where!r}"
+        state = self._read()
+        epsilon, delta = state.spent
+        where = f", store={self._store.where!r}" if self._store.shared else ""
+        closed = sum(1 for row in state.rows if not row.open)
         return (f"BudgetAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-                f"composition={self.composition!r}{where}; {len(self.spends)} fit(s) spent "
+                f"composition={self.composition!r}{where}; {closed} fit(s) spent "
                 f"({epsilon:.6g}, {delta:.3g}))")
 
     def __str__(self) -> str:
@@ -491,13 +476,13 @@ class BudgetAccountant:
         rows += [(f"{row.label} (reserved)", f"{row.epsilon:.4g}", f"{row.delta:.3g}")
                  for row in state.rows if row.open]
         width = max([len("fit")] + [len(r[0]) for r in rows])
-        where = "" if self._where is None else f" in {self._store.where}"
+        where = f" in {self._store.where}" if self._store.shared else ""
         lines = [f"Budget accountant{where}: total (epsilon, delta) = ({self.epsilon:g}, "
                  f"{self.delta:g}), {self.composition} composition",
                  f"  {'fit'.ljust(width)}  {'epsilon':>10}  {'delta':>9}"]
         lines += [f"  {label.ljust(width)}  {eps:>10}  {dlt:>9}" for label, eps, dlt in rows]
         epsilon, delta = state.spent
-        left = self.remaining()
+        left = self._left(state)
         lines.append(f"  spent: ({epsilon:.6g}, {delta:.3g}); remaining: ({left[0]:.6g}, "
                      f"{left[1]:.3g})")
         return "\n".join(lines)
@@ -556,25 +541,43 @@ def _relation(state: State) -> str | None:
     return None
 
 
-def request_ledgers(request: Request, composition: str) -> list[PrivacyLedger]:
-    """An open reservation as ledgers that bound every ledger within its request under
-    ``composition``: one per requested budget ``ε_i`` (``count`` fits), pure releases of
-    ``ε_i`` (``ρ = ε_i²/2``, at least any pure or Gaussian ledger of total ``ε_i``) and, with
-    ``δ > 0``, for the zCDP route a release of ``(ε_i, δ)`` without a ``ρ`` beside them (its
-    share of ``ε_i`` may be spent either way); for basic and advanced composition one
-    ``(ε_i, δ)`` release."""
+def _request(epsilon: float | Sequence[float] | None, delta: float, count: int,
+             neighbouring: str) -> Request:
+    """``count`` fits at each of ``epsilon`` (one budget or a sequence), each with ``delta``;
+    a non-private fit (``None``) is refused."""
+    budgets = [epsilon] if epsilon is None or np.ndim(epsilon) == 0 else list(epsilon)
+    if any(e is None for e in budgets):
+        raise BudgetExceededError("a non-private fit (epsilon=None) cannot be accounted: it "
+                                  "spends an unbounded budget")
+    return Request(tuple(float(e) for e in budgets), float(delta), int(count),
+                   check_neighbouring(neighbouring))
+
+
+def request_ledgers(request: Request, forms: Sequence[str]) -> list[PrivacyLedger]:
+    """A request as ledgers, one per requested budget ``ε_i`` (``count`` fits), of the
+    releases ``forms`` names: ``"pure"``, ``ε_i`` in pure releases (``ρ = ε_i²/2``, at least
+    any pure or Gaussian ledger of total ``ε_i``); ``"delta"``, its ``δ`` alone (``ρ = 0``);
+    ``"rho_free"``, ``(ε_i, δ)`` without a ``ρ``."""
     ledgers = []
     for epsilon in request.epsilons:
-        entries = [LedgerEntry("reserved fit", "requested", epsilon, 0.0, request.count,
-                               rho=0.5 * epsilon**2)]
-        if request.delta > 0:
-            rho_free = LedgerEntry("reserved fit", "requested", epsilon, request.delta,
-                                   request.count)
-            entries = [*entries, rho_free] if composition == "zcdp" else [rho_free]
-        ledgers.append(PrivacyLedger(tuple(entries), request.neighbouring,
+        made = {"pure": (epsilon, 0.0, 0.5 * epsilon**2), "delta": (0.0, request.delta, 0.0),
+                "rho_free": (epsilon, request.delta, None)}
+        entries = tuple(LedgerEntry("requested fit", "requested", *made[form][:2],
+                                    request.count, rho=made[form][2]) for form in forms)
+        ledgers.append(PrivacyLedger(entries, request.neighbouring,
                                      requested_epsilon=epsilon * request.count,
                                      requested_delta=request.delta * request.count))
     return ledgers
+
+
+def held_forms(request: Request, composition: str) -> tuple[str, ...]:
+    """An open reservation's releases in :func:`request_ledgers`, bounding every ledger within
+    its request under ``composition``: pure releases, and with ``δ > 0`` for the zCDP route
+    a ``ρ``-free ``(ε_i, δ)`` beside them (its share of ``ε_i`` may be spent either way), for
+    basic and advanced composition the ``ρ``-free release alone."""
+    if request.delta == 0:
+        return ("pure",)
+    return ("pure", "rho_free") if composition == "zcdp" else ("rho_free",)
 
 
 def _reopen(store: Any, name: str, tag: str) -> BudgetAccountant:
