@@ -641,12 +641,13 @@ def schedule(frame: Frame, key: jax.Array, y: jax.Array, epsilon: jax.Array | No
                                                   - scout_epsilon**2, 0.0))),
             round_down(fixed["laplace"] - scout_epsilon))
         counts, _, costs[PRIOR_LABEL] = release_counts(k_prior, y, prior_epsilon, sensitivity)
-        prior, size = pooled_prior([(scout, scout_epsilon), (counts, prior_epsilon)])
+        prior, size = pooled_prior([(scout, scout_epsilon), (counts, prior_epsilon)],
+                                   sensitivity)
     else:
         pick = jnp.asarray(kinds[0] == "gaussian")
         counts, costs[MEAN_PRIOR_LABEL if frame.regression else PRIOR_LABEL] = release_prior(
             k_prior, y, fixed[kinds[0]], sensitivity, n_classes)
-        prior, size = prior_of(n_classes)([(counts, fixed[kinds[0]])])
+        prior, size = prior_of(n_classes, sensitivity)([(counts, fixed[kinds[0]])])
     plans = {kind: noise_schedule(frame, kind, epsilon, fixed[kind], size, traced)
              for kind in kinds}
     chosen = jax.tree.map(lambda g, p: jnp.where(pick, g, p), plans[kinds[-1]],
@@ -659,7 +660,7 @@ def schedule(frame: Frame, key: jax.Array, y: jax.Array, epsilon: jax.Array | No
                                           sensitivity, n_classes)
         costs[MEAN_LABEL if frame.regression else MAJORITY_LABEL] = again_cost.gated(
             rounds < 1)
-        prior = jnp.where(rounds < 1, prior_of(n_classes)(
+        prior = jnp.where(rounds < 1, prior_of(n_classes, sensitivity)(
             [(counts, fixed["laplace"]), (again, filter_budget)])[0], prior)
     scale = chosen["scale"]
     ridge = 1.0 + jnp.asarray(traced["regularisation"], jnp.float32) * jnp.sqrt(rounds) * scale

@@ -19,12 +19,14 @@ from dpjax.ensembles.newton import active_rounds, auto_uses_random, newton_decis
 from dpjax.ensembles.newton.releases import (
     GAUSSIAN_CELL_BOUND,
     GRAD_UNIT,
+    PRIOR_FLOOR_SDS,
     PRIOR_LABEL,
     ROUND_LABELS,
     SCOUT_LABEL,
     SELECT_LABEL,
     cell_bound,
     noise_scale,
+    pooled_prior,
     release_sums,
 )
 from dpjax.ensembles.newton.rounds import STEP_CLIP, gradient_stats, merged_cells, newton_moves
@@ -296,6 +298,44 @@ def test_schedule_is_a_function_of_public_quantities_only():
     assert noise_kinds("auto", 1e-6) == ("laplace", "gaussian")
     assert noise_kinds("laplace", 1e-6) == ("laplace",)
     assert noise_kinds("gaussian", 1e-6) == ("gaussian",)
+
+
+def test_the_prior_reads_a_count_the_noise_cannot_tell_from_zero_at_two_standard_deviations():
+    """A private prior floors each pooled count, for its log-odds, at ``2·√2·Δ/√(Σ ε_k²)``
+    (two standard deviations of the pooled discrete Laplace noise); the released size and an
+    exact prior (``sensitivity=None``) floor at 1 alone."""
+    assert PRIOR_FLOOR_SDS == 2.0
+    counts = jnp.asarray([300.0, -40.0])
+    floor = 2.0 * math.sqrt(2.0) / 0.01                 # 282.8 at ε_0 = 0.01, Δ = 1
+    prior, size = pooled_prior([(counts, 0.01)], 1.0)
+    assert float(prior) == pytest.approx(math.log(floor / 300.0), rel=1e-5)
+    assert float(size) == pytest.approx(301.0)
+    exact, _ = pooled_prior([(counts, 0.01)])
+    assert float(exact) == pytest.approx(math.log(1.0 / 300.0), rel=1e-5)
+    # Δ = 2 (replace-one): twice the floor, 565.7, above both counts: even odds
+    replace_one, _ = pooled_prior([(counts, 0.01)], 2.0)
+    assert float(replace_one) == 0.0
+    # two releases pool their weights ε_k²: the floor of √(0.01² + 0.02²)
+    pooled, _ = pooled_prior([(counts, 0.01), (counts, 0.02)], 1.0)
+    both = 2.0 * math.sqrt(2.0) / math.sqrt(0.01**2 + 0.02**2)
+    assert float(pooled) == pytest.approx(math.log(both / 300.0), rel=1e-5)
+    # counts well above the noise are read as they are
+    far, _ = pooled_prior([(jnp.asarray([3000.0, 1000.0]), 1.0)], 1.0)
+    assert float(far) == pytest.approx(math.log(1000.0 / 3000.0), rel=1e-6)
+
+
+def test_a_small_fit_at_a_small_epsilon_keeps_its_prior_within_the_noise():
+    """250 rows (70% class 1, weak features) at ``ε = 0.1`` (``ε_0 = 0.01``: counts of
+    standard deviation 141): over 20 keys every released prior stays within
+    ``log(ñ/floor)`` of even odds, where a count floored at 1 gave priors of about ``±5``."""
+    rng = np.random.default_rng(3)
+    codes = jnp.asarray(rng.integers(0, 8, (250, 4)), jnp.int32)
+    y = jnp.asarray(rng.random(250) < 0.7, jnp.int32)
+    priors = [float(fit_newton_boosted(jax.random.key(seed), codes, y, 0.1,
+                                       n_codes_per_feature=[8] * 4)[0].prior)
+              for seed in range(20)]
+    floor = PRIOR_FLOOR_SDS * math.sqrt(2.0) / 0.01
+    assert max(abs(p) for p in priors) < math.log(3.0 * 250.0 / floor)
 
 
 @pytest.mark.slow
