@@ -70,7 +70,8 @@ def leaf_moves_text(moves: np.ndarray, by_class: bool) -> str:
 @dataclasses.dataclass(frozen=True)
 class Boosted(Learner):
     """Private Newton boosting of the logistic loss (two classes; the softmax loss for more
-    declared ``classes``, Laplace rounds of the cyclic or random shape): a released prior, then
+    declared ``classes``, Laplace rounds of the cyclic or random shape): a released prior (its
+    log-odds read each noisy class count floored at two standard deviations of its noise), then
     rounds of cells (``shape="cyclic"``: one feature's codes per round, as DP-EBM, a first pass
     over every feature then ``passes − 1`` passes over the ``focus`` features of largest
     released gain; ``"random"``: the leaves of a random-structure tree; ``"oblivious"``: the
