@@ -132,9 +132,9 @@ counts of standard deviation 141) a count the noise cannot tell from zero, floor
 priors of ``±5`` and a wrong sign the rounds could not overturn (ionosphere, 5 splits × 5
 seeds: 4 of 25 fits predicted the minority class alone). Measured at ``ε = 0.1`` on the
 shared datasets (5 splits × 5 seeds; issue 52), mean accuracy over 11 small datasets: 0.677
-floored at 1, 0.687 / 0.695 / 0.693 / 0.692 floored at 1 / 2 / 3 / 4 standard deviations
-(breastwisc 0.789 → 0.858, ionosphere 0.615 → 0.663, transfusion 0.735 → 0.751); nothing
-moves at ``ε = 1``."""
+with counts floored at one record, 0.687 / 0.695 / 0.693 / 0.692 floored at 1 / 2 / 3 / 4
+standard deviations (breastwisc 0.789 → 0.858, ionosphere 0.615 → 0.663, transfusion 0.735 →
+0.751); nothing moves at ``ε = 1``."""
 
 
 def prior_of(n_classes: int, sensitivity: float | None = None
