@@ -260,9 +260,9 @@ ADULT_TARGETS = {("boosted one-hot δ=1e-6", 0.1): 0.791, ("boosted one-hot δ=1
                  ("boosted", 0.1): 0.810, ("boosted", 1.0): 0.842}
 
 
-def summarise(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Mean accuracy per (dataset, ε, method), the best peer at each ``δ`` and the must-show
-    checks."""
+def summarise(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame | None]:
+    """Mean accuracy per (dataset, ε, method), the best peer at each ``δ``, the must-show
+    checks and the any-δ comparison's split noise (:func:`split_noise`)."""
     means = df.groupby(["dataset", "epsilon", "method"])["accuracy"].mean().unstack("method")
     pure = [p for p in PURE_PEERS if p in means.columns]
     peers = [p for p in PEERS if p in means.columns]
@@ -313,7 +313,7 @@ def summarise(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
                 value = float(means.loc[("adult_train", epsilon), ours])
                 checks[f"adult {ours}, ε={epsilon:g} (target ≥ {target})"] = (
                     f"{value:.4f} {'met' if value >= target else 'missed'}")
-    return means, checks
+    return means, checks, noise
 
 
 def split_noise(df: pd.DataFrame, means: pd.DataFrame) -> pd.DataFrame | None:
@@ -339,7 +339,7 @@ def split_noise(df: pd.DataFrame, means: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def report(df: pd.DataFrame, meta: dict[str, Any]) -> str:
-    means, checks = summarise(df)
+    means, checks, noise = summarise(df)
     parts = meta.get("parts", {})
     runs = "; ".join(f"{part} run at source {info['source_digest']}, "
                      f"{info['wall_s'] / 60:.0f} min"
@@ -357,7 +357,6 @@ def report(df: pd.DataFrame, meta: dict[str, Any]) -> str:
         shown = [c for c in columns if c in means.columns]
         lines += ["", f"## {title}", "",
                   harness.markdown_table(means[shown].reset_index(), floatfmt=".3f")]
-    noise = split_noise(df, means)
     if noise is not None:
         lines += ["", "## The any-δ comparison and its noise", "",
                   "The default (pure ε) against the best peer of any δ, the margin's paired "
