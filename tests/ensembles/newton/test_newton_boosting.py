@@ -32,6 +32,7 @@ from dpjax.ensembles.newton.releases import (
 from dpjax.ensembles.newton.rounds import STEP_CLIP, gradient_stats, merged_cells, newton_moves
 from dpjax.ensembles.newton.schedule import (
     MANY_FEATURES,
+    ROOT_CELLS,
     cyclic_rounds,
     gaussian_pays,
     max_rounds,
@@ -553,13 +554,18 @@ def test_merged_cells_keep_every_code_of_a_feature_without_ordered_codes(resolut
 
 def test_resolution_is_the_most_cells_of_the_dyadic_ladder_keeping_cell_signal_scales():
     """``K``: the largest of ``most, most/2, most/4, …`` (floored, at least 2) at most
-    ``⌊ñ/(cell_signal·scale)⌋``: non-decreasing in the released size, non-increasing in the
-    noise scale, an integer; with 32 bins every coarser run is a union of finer ones."""
-    assert float(resolution_cells(1000.0, 1.0, 16.0, 32)) == 32       # 62 affords all 32
-    assert float(resolution_cells(1000.0, 2.0, 16.0, 32)) == 16       # 31: one halving
-    assert float(resolution_cells(1000.0, 4.0, 16.0, 32)) == 8        # 15
-    assert float(resolution_cells(1000.0, 100.0, 16.0, 32)) == 2      # 0: at least 2
-    assert float(resolution_cells(1000.0, 1.0, 16.0, 255)) == 31      # 62 -> 255/8 floored
+    ``min(L, √(8·L))``, ``L = ñ/(cell_signal·scale)`` (linear up to 8 cells, then the square
+    root): non-decreasing in the released size, non-increasing in the noise scale, an integer;
+    with 32 bins every coarser run is a union of finer ones."""
+    assert ROOT_CELLS == 8.0
+    assert float(resolution_cells(100.0, 1.0, 16.0, 32)) == 4         # L = 6.25: linear
+    assert float(resolution_cells(128.0, 1.0, 16.0, 32)) == 8         # L = 8 = √64
+    assert float(resolution_cells(1000.0, 4.0, 16.0, 32)) == 8        # L = 15.6: √125 = 11.2
+    assert float(resolution_cells(1000.0, 2.0, 16.0, 32)) == 8        # L = 31.2: √250 = 15.8
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 32)) == 16       # L = 62.5: √500 = 22.4
+    assert float(resolution_cells(2048.0, 1.0, 16.0, 32)) == 32       # L = 128: √1024 = 32
+    assert float(resolution_cells(1000.0, 100.0, 16.0, 32)) == 2      # L = 0.6: at least 2
+    assert float(resolution_cells(1000.0, 1.0, 16.0, 255)) == 15      # 22.4 -> 255/16 floored
     assert float(resolution_cells(1e6, 1.0, 16.0, 1)) == 2            # two cells even so
     sizes = jnp.geomspace(1.0, 1e7, 301)
     scales = jnp.geomspace(1e-2, 1e4, 301)
