@@ -37,8 +37,9 @@ e.g. Maddock et al. 2022, for the ingredients):
 
    **Resolution**: a numeric feature's ``B`` equal-width bins are merged into ``K`` runs of
    adjacent bins (:func:`merged_cells`), ``K`` the most cells whose average ``ñ/K`` keeps
-   ``cell_signal`` noise scales of one pass (:func:`resolution_cells`): small data at small
-   ``ε`` fits coarse steps, large data the full resolution. Categorical codes are kept.
+   ``cell_signal`` noise scales of one pass, growing past 8 cells as the root of that count
+   (:func:`resolution_cells`): small data at small ``ε`` fits coarse steps, large data the
+   full resolution. Categorical codes are kept.
 
    Each round releases the cells' gradient and hessian sums of the logistic loss at the current
    released score, ``(G_c, H_c) = Σ_{i∈c} (p_i − y_i, p_i(1 − p_i))``. A record sits in one cell
