@@ -73,8 +73,8 @@ total (each count's discrete Laplace has standard deviation about ``√2·Δ/ε`
 ROOT_CELLS = 8.0
 """Past this many cells the ordered features' resolution grows as the square root of the
 cells the noise affords (:func:`resolution_cells`): with the linear rule alone banknote scored
-lower at ``ε = 1.5`` than at ``ε = 1`` (0.886 against 0.902, 16 runs against 8; 3 splits × 20
-seeds), with the root 0.917 (issue 52)."""
+lower at ``ε = 1.5`` than at ``ε = 1`` (0.887 against 0.905, 16 runs against 8; 3 splits × 20
+seeds, ``experiments/default_checks.py``), with the root 0.914 (issue 52)."""
 AUTO_OBLIVIOUS_ROUNDS = 2
 """``shape="auto"`` boosts oblivious trees only where their public schedule affords at least
 this many: with :data:`MANY_FEATURES` features or more from this many, with fewer from all
