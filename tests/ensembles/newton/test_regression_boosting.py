@@ -26,6 +26,8 @@ from dpjax.ensembles.newton.releases import (
     round_units,
 )
 from dpjax.ensembles.newton.rounds import residual_stats
+from dpjax.ensembles.newton.schedule import REGRESSION_SIGNAL, Frame, active_rounds, rounds_at
+from dpjax.learners import Boosted
 
 Y_BOUNDS = (0.0, 10.0)
 
@@ -139,6 +141,24 @@ def test_a_budget_that_affords_no_round_falls_back_to_the_mean(real_target):
     assert model.privacy.epsilon <= 0.05
     assert np.all(np.asarray(model.params.table) == 0)
     assert len(set(model.predict(X[:50]).tolist())) == 1
+
+
+def test_regression_rounds_keep_more_signal_than_a_two_class_round():
+    """A regression schedule's rounds keep ``REGRESSION_SIGNAL`` (1.5) times ``min_signal``
+    noise scales on top of the loss's spread (1.5 rows a record), a two-class one ``min_signal``
+    alone: the sizes at which regression takes the mean fallback (0 rounds) reach past those
+    at which the same cells afford two-class rounds."""
+    assert REGRESSION_SIGNAL == 1.5
+    regression = Frame(Boosted(), 4, (32,) * 4, (32,) * 4, 1, 1.0, 0.0, True, (0.0, 10.0))
+    classes = Frame(Boosted(), 4, (32,) * 4, (32,) * 4, 2, 1.0, 0.0, True)
+    sizes = jnp.geomspace(10.0, 1e5, 200)
+    by_regression = np.asarray(rounds_at(regression, "laplace", 0.1, 0.01, sizes, 8.0, 4, 4.0))
+    by_classes = np.asarray(rounds_at(classes, "laplace", 0.1, 0.01, sizes, 8.0, 4, 4.0))
+    expected = active_rounds(0.1, 0.01, sizes, 8.0, 4, min_signal=4.0 * 1.5 * 1.5, delta=0.0,
+                             gaussian=False, least=0.0)
+    np.testing.assert_array_equal(by_regression, np.asarray(expected))
+    assert np.all(by_regression <= by_classes)
+    assert by_regression.min() == 0 and np.any((by_regression == 0) & (by_classes > 0))
 
 
 def test_same_key_same_model_and_keys_differ(real_target):
