@@ -554,7 +554,7 @@ def rounds_at(frame: Frame, kind: str, epsilon: ArrayLike, prior: ArrayLike, siz
     """:func:`active_rounds` of ``kind`` noise for rounds of ``cells`` cells (``K > 2``
     classes: each sum's noise is :func:`loss_spread` times the two-class one; regression's
     rounds also keep :data:`REGRESSION_SIGNAL` times ``min_signal``)."""
-    signal = loss_spread(frame.n_classes) * (REGRESSION_SIGNAL if frame.n_classes == 1 else 1.0)
+    signal = loss_spread(frame.n_classes) * (REGRESSION_SIGNAL if frame.regression else 1.0)
     return active_rounds(epsilon, prior, size, cells, most,
                          min_signal=min_signal * signal / frame.boost,
                          delta=frame.schedule_delta, gaussian=kind == "gaussian",
